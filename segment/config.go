@@ -1,0 +1,124 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// FlushPolicy decides when the log fsyncs on its own. Whatever the policy, a caller that waits for
+// an offset to be flushed (acks=all) makes the log fsync up to it.
+type FlushPolicy int
+
+const (
+	// FlushByOS leaves writeback to the kernel; the log fsyncs only on roll, close and request.
+	FlushByOS FlushPolicy = iota
+	// FlushOnAppend fsyncs after appends, as group commit: one fdatasync covers every append that
+	// arrived before it.
+	FlushOnAppend
+	// FlushOnInterval fsyncs every Config.FlushInterval when there is unflushed data.
+	FlushOnInterval
+)
+
+func (p FlushPolicy) String() string {
+	switch p {
+	case FlushByOS:
+		return "os"
+	case FlushOnAppend:
+		return "append"
+	case FlushOnInterval:
+		return "interval"
+	}
+	return fmt.Sprintf("FlushPolicy(%d)", int(p))
+}
+
+// ParseFlushPolicy reads "os", "append" or "interval".
+func ParseFlushPolicy(s string) (FlushPolicy, error) {
+	for _, p := range []FlushPolicy{FlushByOS, FlushOnAppend, FlushOnInterval} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("segment: unknown flush policy %q (want os, append or interval)", s)
+}
+
+// Config configures one log. It may be replaced at runtime with Log.SetConfig.
+type Config struct {
+	// SegmentBytes is the size a segment is preallocated to and rolled at. Kafka: segment.bytes.
+	SegmentBytes int64
+	// SegmentAge rolls a segment whose first append is older than this (0: never). Kafka: segment.ms.
+	SegmentAge time.Duration
+	// IndexIntervalBytes is the number of bytes of log between two offset index entries.
+	IndexIntervalBytes int64
+	// MaxIndexEntries bounds each segment's offset and time index; a full index rolls the segment.
+	MaxIndexEntries int
+	// Preallocate the data file to SegmentBytes with fallocate.
+	Preallocate bool
+	// Flush policy and, for FlushOnInterval, its period.
+	Flush         FlushPolicy
+	FlushInterval time.Duration
+	// RetentionTime deletes sealed segments whose newest timestamp is older (negative: keep forever).
+	RetentionTime time.Duration
+	// RetentionBytes deletes the oldest sealed segments while the log exceeds it (negative: no limit).
+	RetentionBytes int64
+	// FileDeleteDelay keeps removed segments open this long for readers still sending from them.
+	FileDeleteDelay time.Duration
+	// CheckpointInterval bounds how often the recovery point file is rewritten after an fsync.
+	CheckpointInterval time.Duration
+	// ObserveFsync, when set, is called with the duration of each group-commit fdatasync (metrics).
+	ObserveFsync func(time.Duration)
+	// Now is the clock (nil: time.Now); tests set it to drive retention and rolls.
+	Now func() time.Time
+}
+
+// DefaultConfig returns Kafka's defaults where Kafka has one.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentAge:         7 * 24 * time.Hour,
+		IndexIntervalBytes: 4096,
+		MaxIndexEntries:    (10 << 20) / 8,
+		Preallocate:        true,
+		Flush:              FlushByOS,
+		FlushInterval:      time.Second,
+		RetentionTime:      7 * 24 * time.Hour,
+		RetentionBytes:     -1,
+		FileDeleteDelay:    time.Minute,
+		CheckpointInterval: time.Second,
+	}
+}
+
+// Validate reports the first unusable setting.
+func (c Config) Validate() error {
+	var errs []error
+	if c.SegmentBytes < 1024 || c.SegmentBytes > math.MaxUint32 {
+		errs = append(errs, fmt.Errorf("segment bytes %d outside [1024, 4 GiB)", c.SegmentBytes))
+	}
+	if c.IndexIntervalBytes < 1 {
+		errs = append(errs, fmt.Errorf("index interval %d must be positive", c.IndexIntervalBytes))
+	}
+	if c.MaxIndexEntries < 2 {
+		errs = append(errs, fmt.Errorf("max index entries %d must be at least 2", c.MaxIndexEntries))
+	}
+	if c.Flush == FlushOnInterval && c.FlushInterval <= 0 {
+		errs = append(errs, fmt.Errorf("flush interval %v must be positive", c.FlushInterval))
+	}
+	if c.Flush < FlushByOS || c.Flush > FlushOnInterval {
+		errs = append(errs, fmt.Errorf("unknown flush policy %d", c.Flush))
+	}
+	if c.SegmentAge < 0 || c.FileDeleteDelay < 0 || c.CheckpointInterval < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("segment: invalid config: %w", err)
+	}
+	return nil
+}
+
+func (c *Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}

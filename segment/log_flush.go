@@ -1,0 +1,232 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// flusher is the log's group commit: one goroutine that fdatasyncs the active segment when asked
+// (an append under FlushOnAppend, a waiter, or the interval timer). Every append that reached the page
+// cache before an fdatasync started is covered by it, so concurrent appenders share one fsync.
+type flusher struct {
+	log  *Log
+	wake chan struct{} // capacity 1: a pending request
+	quit chan struct{}
+	done chan struct{}
+	// reconfigured tells the loop to re-read the policy (interval changes).
+	reconfigured chan struct{}
+	stopOnce     sync.Once
+
+	mu struct {
+		sync.Mutex
+		// Invariant: flushed only grows, except when Truncate cuts the log below it.
+		flushed        int64
+		waiters        []flushWaiter
+		err            error
+		lastCheckpoint time.Time
+	}
+}
+
+type flushWaiter struct {
+	lastOffset int64
+	notify     func(error)
+}
+
+func (f *flusher) start(l *Log, flushed int64) {
+	f.log = l
+	f.wake = make(chan struct{}, 1)
+	f.quit = make(chan struct{})
+	f.done = make(chan struct{})
+	f.reconfigured = make(chan struct{}, 1)
+	f.mu.flushed = flushed
+	go f.run()
+}
+
+func (f *flusher) run() {
+	defer close(f.done)
+	for {
+		var tick <-chan time.Time
+		var timer *time.Timer
+		if cfg := f.log.config.Load(); cfg.Flush == FlushOnInterval {
+			timer = time.NewTimer(cfg.FlushInterval)
+			tick = timer.C
+		}
+		flush := true
+		select {
+		case <-f.quit:
+			flush = false
+		case <-f.reconfigured:
+			flush = false
+		case <-f.wake:
+		case <-tick:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		select {
+		case <-f.quit:
+			return
+		default:
+		}
+		if flush {
+			f.flushOnce()
+		}
+	}
+}
+
+func (f *flusher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flusher) reconfigure() {
+	select {
+	case f.reconfigured <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flusher) stop() {
+	f.stopOnce.Do(func() {
+		close(f.quit)
+		<-f.done
+	})
+}
+
+// flushOnce fdatasyncs the active segment up to what was appended when it started.
+func (f *flusher) flushOnce() {
+	l := f.log
+	l.appendMu.Lock()
+	if l.closed.Load() {
+		l.appendMu.Unlock()
+		return
+	}
+	active := l.activeSegment()
+	next := active.nextOffset.Load()
+	position := active.size.Load()
+	l.appendMu.Unlock()
+
+	if next <= f.flushedOffset() {
+		f.advance(next) // wakes waiters that raced in below the flushed offset
+		return
+	}
+	started := time.Now()
+	if err := active.sync(); err != nil {
+		l.fail(err)
+		f.failWaiters(fmt.Errorf("%w: %w", ErrFailed, err))
+		return
+	}
+	if observe := l.config.Load().ObserveFsync; observe != nil {
+		observe(time.Since(started))
+	}
+	f.advance(next)
+
+	f.mu.Lock()
+	due := time.Since(f.mu.lastCheckpoint) >= l.config.Load().CheckpointInterval
+	if due {
+		f.mu.lastCheckpoint = time.Now()
+	}
+	f.mu.Unlock()
+	if due {
+		// Index entries are written before the recovery point that lets recovery trust them.
+		active.offsets.Flush()
+		active.times.Flush()
+		l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: position, nextOffset: next})
+	}
+}
+
+// advance records that every offset below flushed is durable and notifies the waiters it covers.
+func (f *flusher) advance(flushed int64) {
+	f.mu.Lock()
+	if flushed > f.mu.flushed {
+		f.mu.flushed = flushed
+	}
+	flushed = f.mu.flushed
+	var ready []flushWaiter
+	kept := f.mu.waiters[:0]
+	for _, w := range f.mu.waiters {
+		if w.lastOffset < flushed {
+			ready = append(ready, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	f.mu.waiters = kept
+	f.mu.Unlock()
+	for _, w := range ready {
+		w.notify(nil)
+	}
+}
+
+// lower moves the flushed offset down after a truncation.
+func (f *flusher) lower(offset int64) {
+	f.mu.Lock()
+	f.mu.flushed = min(f.mu.flushed, offset)
+	f.mu.Unlock()
+}
+
+func (f *flusher) failWaiters(err error) {
+	f.mu.Lock()
+	if f.mu.err == nil {
+		f.mu.err = err
+	}
+	waiters := f.mu.waiters
+	f.mu.waiters = nil
+	f.mu.Unlock()
+	for _, w := range waiters {
+		w.notify(err)
+	}
+}
+
+func (f *flusher) flushedOffset() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.flushed
+}
+
+// NotifyFlushed calls notify once every offset up to and including lastOffset is fdatasynced (at
+// once, on this goroutine, if it already is; otherwise on the flusher's goroutine, which notify must
+// not block). The log fsyncs for it whatever its flush policy. notify gets an error if the log fails
+// or closes first.
+func (l *Log) NotifyFlushed(lastOffset int64, notify func(error)) {
+	f := &l.flush
+	f.mu.Lock()
+	if err := f.mu.err; err != nil {
+		f.mu.Unlock()
+		notify(err)
+		return
+	}
+	if lastOffset < f.mu.flushed {
+		f.mu.Unlock()
+		notify(nil)
+		return
+	}
+	f.mu.waiters = append(f.mu.waiters, flushWaiter{lastOffset: lastOffset, notify: notify})
+	f.mu.Unlock()
+	f.poke()
+}
+
+// WaitFlushed blocks until every offset up to and including lastOffset is fdatasynced.
+func (l *Log) WaitFlushed(ctx context.Context, lastOffset int64) error {
+	done := make(chan error, 1)
+	l.NotifyFlushed(lastOffset, func(err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("segment: wait for offset %d to flush: %w", lastOffset, ctx.Err())
+	}
+}
+
+// Sync fdatasyncs everything appended so far.
+func (l *Log) Sync(ctx context.Context) error {
+	end := l.LogEndOffset()
+	if end == 0 {
+		return nil
+	}
+	return l.WaitFlushed(ctx, end-1)
+}
