@@ -1,0 +1,142 @@
+package coordinator
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Config configures a Coordinator. Start from DefaultConfig and set NodeID
+// and DataDir.
+type Config struct {
+	// NodeID is this broker's Kafka node id; it doubles as the Raft server
+	// id (its decimal string). Invariant: NodeID >= 0.
+	NodeID int32
+
+	// DataDir holds the Raft log and stable store (raft.db, raft-boltdb) and
+	// the file snapshots (snapshots/). It is created if missing.
+	DataDir string
+
+	// RaftAddress is the TCP address the Raft transport binds to. Port 0
+	// picks an ephemeral port; Coordinator.RaftAddress reports the result.
+	RaftAddress string
+
+	// RaftAdvertiseAddress is the address other voters dial. Empty means the
+	// bound address, which must then not be a wildcard (0.0.0.0 or ::).
+	RaftAdvertiseAddress string
+
+	// Bootstrap makes a node with no Raft state on disk bootstrap a cluster
+	// in which it is the only voter. A node with existing state ignores it.
+	Bootstrap bool
+
+	// Logger receives Raft's and the Coordinator's log lines. Nil discards
+	// them.
+	Logger *slog.Logger
+
+	// ApplyTimeout bounds how long a change may wait to be handed to Raft,
+	// and bounds the leadership barrier a new leader runs. Invariant: > 0.
+	ApplyTimeout time.Duration
+
+	// Raft timing. Production values follow hashicorp/raft's defaults; tests
+	// shrink them to make a single node elect itself within milliseconds.
+	// Invariants (checked by raft.ValidateConfig): HeartbeatTimeout,
+	// ElectionTimeout and LeaderLeaseTimeout >= 5ms; LeaderLeaseTimeout <=
+	// HeartbeatTimeout <= ElectionTimeout; CommitTimeout >= 1ms.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+
+	// SnapshotInterval is how often Raft checks whether SnapshotThreshold
+	// log entries have accumulated since the last snapshot; if so it
+	// snapshots the state machine and truncates the log, keeping
+	// TrailingLogs entries. SnapshotsRetained file snapshots are kept.
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	SnapshotsRetained int
+}
+
+// DefaultConfig returns production defaults. NodeID is 0 and DataDir is
+// empty: the caller must set DataDir.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:             0,
+		RaftAddress:        "127.0.0.1:9093",
+		Bootstrap:          true,
+		ApplyTimeout:       10 * time.Second,
+		HeartbeatTimeout:   1000 * time.Millisecond,
+		ElectionTimeout:    1000 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		SnapshotInterval:   120 * time.Second,
+		SnapshotThreshold:  8192,
+		TrailingLogs:       10240,
+		SnapshotsRetained:  2,
+	}
+}
+
+// Validate reports the first problem with c, wrapped with the package name.
+func (c Config) Validate() error {
+	if c.NodeID < 0 {
+		return fmt.Errorf("coordinator: config: NodeID %d is negative", c.NodeID)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("coordinator: config: DataDir is empty")
+	}
+	if _, _, err := net.SplitHostPort(c.RaftAddress); err != nil {
+		return fmt.Errorf("coordinator: config: RaftAddress %q: %w", c.RaftAddress, err)
+	}
+	if c.RaftAdvertiseAddress != "" {
+		if _, err := net.ResolveTCPAddr("tcp", c.RaftAdvertiseAddress); err != nil {
+			return fmt.Errorf("coordinator: config: RaftAdvertiseAddress %q: %w", c.RaftAdvertiseAddress, err)
+		}
+	}
+	if c.ApplyTimeout <= 0 {
+		return fmt.Errorf("coordinator: config: ApplyTimeout %s must be positive", c.ApplyTimeout)
+	}
+	if c.SnapshotThreshold == 0 {
+		return fmt.Errorf("coordinator: config: SnapshotThreshold must be positive")
+	}
+	if c.SnapshotsRetained < 1 {
+		return fmt.Errorf("coordinator: config: SnapshotsRetained %d must be at least 1", c.SnapshotsRetained)
+	}
+	if err := raft.ValidateConfig(c.raftConfig(nil)); err != nil {
+		return fmt.Errorf("coordinator: config: %w", err)
+	}
+	return nil
+}
+
+// raftServerID is the Raft server id of a node: its decimal node id.
+func raftServerID(nodeID int32) raft.ServerID {
+	return raft.ServerID(strconv.FormatInt(int64(nodeID), 10))
+}
+
+// nodeIDOf inverts raftServerID; it returns -1 for an empty or foreign id.
+func nodeIDOf(id raft.ServerID) int32 {
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return int32(n)
+}
+
+// raftConfig translates c into hashicorp/raft's configuration.
+func (c Config) raftConfig(notify chan<- bool) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raftServerID(c.NodeID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
+	rc.SnapshotInterval = c.SnapshotInterval
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.TrailingLogs = c.TrailingLogs
+	rc.NotifyCh = notify
+	rc.NoLegacyTelemetry = true
+	return rc
+}

@@ -1,0 +1,247 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// Coordinator is one node's handle on the replicated cluster metadata.
+type Coordinator struct {
+	config    Config
+	logger    *slog.Logger
+	view      *view
+	fsm       *fsm
+	raft      *raft.Raft
+	transport *raft.NetworkTransport
+	store     *raftboltdb.BoltStore
+
+	// leadershipChanges receives this node's own leadership changes from
+	// raft (Config.NotifyCh, capacity 1, latest value wins); observations
+	// receives every leader change raft observes. Both only wake the
+	// leadership goroutine, which then reads raft's live state.
+	leadershipChanges chan bool
+	observations      chan raft.Observation
+	observer          *raft.Observer
+
+	stop           chan struct{} // closed by Close
+	leadershipDone chan struct{} // closed when the leadership goroutine exits
+	closeOnce      sync.Once
+	closeErr       error
+}
+
+// Open opens (or, with cfg.Bootstrap and an empty DataDir, creates) this
+// node's Raft state and starts Raft.
+//
+// When this node is a voter in a known configuration (it bootstrapped now
+// or earlier, or has replicated state), Open waits until the cluster has a
+// caught-up controller, which for a single node means it is itself the
+// controller and the cluster id exists. If ctx ends first, Open closes
+// everything and returns an error wrapping ErrTimeout. A node with no state
+// and Bootstrap false returns at once; use WaitLeader.
+func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("coordinator: create data dir: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	raftLog := newRaftLogger(logger)
+	c := &Coordinator{
+		config:            cfg,
+		logger:            logger,
+		view:              newView(),
+		leadershipChanges: make(chan bool, 1),
+		observations:      make(chan raft.Observation, 16),
+		stop:              make(chan struct{}),
+		leadershipDone:    make(chan struct{}),
+	}
+	c.fsm = newFSM(c.view.setState, logger)
+
+	// Undo what was opened if a later step fails.
+	var cleanups []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}
+	}()
+
+	c.store, err = raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.DataDir, "raft.db"),
+		// Fail instead of hanging when another process holds the file.
+		BoltOptions: &bbolt.Options{Timeout: time.Second},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: open raft log in %s: %w", cfg.DataDir, err)
+	}
+	cleanups = append(cleanups, func() { c.store.Close() })
+	logStore, err := raft.NewLogCache(256, c.store)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: raft log cache: %w", err)
+	}
+	snapshots, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotsRetained, raftLog)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: raft snapshot store: %w", err)
+	}
+
+	var advertise net.Addr
+	if cfg.RaftAdvertiseAddress != "" {
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertiseAddress); err != nil {
+			return nil, fmt.Errorf("coordinator: resolve raft advertise address: %w", err)
+		}
+	}
+	c.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddress, advertise, 3, 10*time.Second, raftLog)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: raft transport on %s: %w", cfg.RaftAddress, err)
+	}
+	cleanups = append(cleanups, func() { c.transport.Close() })
+
+	raftConfig := cfg.raftConfig(c.leadershipChanges)
+	raftConfig.Logger = raftLog
+	hasState, err := raft.HasExistingState(logStore, c.store, snapshots)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: inspect raft state: %w", err)
+	}
+	if !hasState && cfg.Bootstrap {
+		configuration := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter,
+			ID:       raftConfig.LocalID,
+			Address:  c.transport.LocalAddr(),
+		}}}
+		if err := raft.BootstrapCluster(raftConfig, logStore, c.store, snapshots, c.transport, configuration); err != nil {
+			return nil, fmt.Errorf("coordinator: bootstrap: %w", err)
+		}
+		logger.Info("coordinator: bootstrapped a one-voter cluster", "node", cfg.NodeID, "raft_address", c.transport.LocalAddr())
+	}
+
+	c.raft, err = raft.NewRaft(raftConfig, c.fsm, logStore, c.store, snapshots, c.transport)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: start raft: %w", err)
+	}
+	cleanups = append(cleanups, func() { c.raft.Shutdown().Error() })
+
+	c.observer = raft.NewObserver(c.observations, false, func(o *raft.Observation) bool {
+		_, isLeaderChange := o.Data.(raft.LeaderObservation)
+		return isLeaderChange
+	})
+	c.raft.RegisterObserver(c.observer)
+	go c.runLeadership()
+	cleanups = append(cleanups, func() {
+		c.raft.DeregisterObserver(c.observer)
+		close(c.stop)
+		<-c.leadershipDone
+	})
+
+	if hasState || cfg.Bootstrap {
+		if err := c.WaitLeader(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WaitLeader blocks until the cluster has a controller that has caught up
+// with the log and a cluster id exists, ctx ends (ErrTimeout), or the
+// Coordinator closes (ErrClosed). A new controller publishes its id only
+// after it has applied every entry committed before it took over.
+func (c *Coordinator) WaitLeader(ctx context.Context) error {
+	err := c.view.waitFor(ctx, c.stop, func(m *Metadata) bool {
+		return m.ControllerID >= 0 && m.ClusterID != ""
+	})
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: waiting for a controller: %w", ErrTimeout, err)
+	}
+	return err
+}
+
+// Close stops Raft, the leadership goroutine and every subscription, then
+// closes the transport and the log. It must not be called from a Subscribe
+// callback. Calling it again returns the first result.
+func (c *Coordinator) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		c.raft.DeregisterObserver(c.observer)
+		close(c.stop)
+		if err := c.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("coordinator: shut down raft: %w", err))
+		}
+		<-c.leadershipDone
+		c.view.cancelAll()
+		if err := c.transport.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("coordinator: close raft transport: %w", err))
+		}
+		if err := c.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("coordinator: close raft log: %w", err))
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+// Metadata returns the latest published snapshot. It is cheap (one atomic
+// load) and the result must not be modified.
+func (c *Coordinator) Metadata() *Metadata {
+	return c.view.current.Load()
+}
+
+// Subscribe calls fn with (previous, latest) snapshot pairs after changes are
+// applied, until cancel is called or the Coordinator closes.
+//
+// Each subscription has its own goroutine, so fn runs neither on Raft's
+// apply goroutine nor concurrently with itself, and a slow fn delays no one
+// else. Calls are in order and chained: every call's old is the previous
+// call's new. The first call has old = an empty cluster (no brokers, no
+// topics, Version 0) and new = the current snapshot. Changes applied while fn
+// runs are merged into the next call, so fn must diff old against new rather
+// than count calls; compare Topic.ID, not just names, to notice a topic that
+// was deleted and re-created in between. A change of controller alone also
+// produces a call (same Version, different ControllerID).
+//
+// cancel waits for a running fn to return; calling it from inside fn
+// deadlocks.
+func (c *Coordinator) Subscribe(fn func(old, new *Metadata)) (cancel func()) {
+	return c.view.subscribe(fn)
+}
+
+// IsLeader reports whether this node is the Raft leader and has caught up
+// with the log, i.e. whether it may accept metadata changes.
+func (c *Coordinator) IsLeader() bool {
+	return c.raft.State() == raft.Leader && c.Metadata().ControllerID == c.config.NodeID
+}
+
+// NodeID is this node's id.
+func (c *Coordinator) NodeID() int32 { return c.config.NodeID }
+
+// RaftAddress is the address the Raft transport advertises (with an
+// ephemeral port resolved).
+func (c *Coordinator) RaftAddress() string { return string(c.transport.LocalAddr()) }
+
+// Snapshot makes Raft snapshot the state machine now and truncate its log
+// (keeping Config.TrailingLogs entries). It does nothing if no entry was
+// applied since the last snapshot.
+func (c *Coordinator) Snapshot() error {
+	err := c.raft.Snapshot().Error()
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("coordinator: snapshot: %w", mapRaftError(err))
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+// Package coordinator keeps sluice's cluster metadata — registered brokers,
+// topics, their partitions' placement and config overrides, and the cluster
+// id — in a state machine replicated by hashicorp/raft. Raft carries
+// metadata only, never records.
+//
+// # Shape
+//
+// A node's Raft log and stable store live in DataDir/raft.db (raft-boltdb)
+// and its snapshots in DataDir/snapshots/. A node started with
+// Config.Bootstrap and no state bootstraps a cluster in which it is the only
+// voter; on later starts it reopens its log and snapshots and replays them.
+//
+// Changes go through the Raft leader ("controller"). The leader validates a
+// request against its snapshot, decides everything random (topic id,
+// placement start) and proposes a command; the FSM applies commands
+// deterministically and re-checks what concurrent changes may have broken.
+// Placement policy (AssignReplicas) and topic config rules
+// (ValidateTopicConfig) are pure functions in their own files.
+//
+// # Log entry format
+//
+//	+--------+----------------------------------+
+//	| offset | field                            |
+//	+--------+----------------------------------+
+//	| 0      | command type (uint8, see below)  |
+//	| 1..n   | JSON body of that command type   |
+//	+--------+----------------------------------+
+//
+//	1 noop   2 init-cluster   3 register-broker   4 create-topic
+//	5 delete-topic   6 create-partitions   7 alter-topic-configs
+//
+// New commands (voters, batched consumer offset commits) take new type
+// numbers; existing numbers and JSON field names never change meaning. A
+// node that meets a type it does not know panics rather than diverge.
+// Snapshots are one JSON document (snapshotFile) with a format number.
+//
+// # Invariants
+//
+//   - A published *Metadata and everything reachable from it is immutable;
+//     each applied change publishes a new one (copy-on-write), so readers
+//     never lock.
+//   - Metadata.Version is the Raft index of the last applied change and
+//     never decreases on a running node.
+//   - ControllerID is this node's id only after it has become leader and
+//     applied every entry committed before its term; IsLeader and every
+//     change require that.
+//   - The cluster id is set once, by the first leader, and never changes.
+//   - Partitions[i].Index == i; a new partition's leader is its first
+//     replica, at epoch 0, with ISR == Replicas.
+//
+// # Concurrency
+//
+// Goroutines: Raft's own (stopped by Close through raft.Shutdown), one
+// leadership goroutine that keeps ControllerID current, and one goroutine
+// per subscription. The only lock is the view's mutex, which orders
+// published snapshots; it is never held while calling out, and nothing
+// blocks while holding it.
+package coordinator

@@ -1,0 +1,38 @@
+package coordinator
+
+import "errors"
+
+// Error classes returned by the Coordinator. Callers test them with
+// errors.Is; the returned errors wrap them with the offending name or value.
+// The comment on each class names the Kafka error code the broker answers
+// with.
+var (
+	// ErrTopicExists: TOPIC_ALREADY_EXISTS (36).
+	ErrTopicExists = errors.New("coordinator: topic already exists")
+	// ErrUnknownTopic: UNKNOWN_TOPIC_OR_PARTITION (3).
+	ErrUnknownTopic = errors.New("coordinator: unknown topic")
+	// ErrInvalidTopicName: INVALID_TOPIC_EXCEPTION (17).
+	ErrInvalidTopicName = errors.New("coordinator: invalid topic name")
+	// ErrReservedTopic: INVALID_REQUEST (42). Users may not create, delete
+	// or repartition internal topics such as __consumer_offsets; Kafka
+	// answers "Creation of internal topic ... is prohibited" with this code.
+	ErrReservedTopic = errors.New("coordinator: topic name is reserved for internal use")
+	// ErrInvalidPartitions: INVALID_PARTITIONS (37).
+	ErrInvalidPartitions = errors.New("coordinator: invalid partition count")
+	// ErrInvalidReplicationFactor: INVALID_REPLICATION_FACTOR (38).
+	ErrInvalidReplicationFactor = errors.New("coordinator: invalid replication factor")
+	// ErrInvalidConfig: INVALID_CONFIG (40).
+	ErrInvalidConfig = errors.New("coordinator: invalid topic config")
+	// ErrInvalidBroker: INVALID_REQUEST (42); a broker registration with a
+	// negative node id, an empty host or a port outside 1..65535.
+	ErrInvalidBroker = errors.New("coordinator: invalid broker registration")
+	// ErrNotLeader: NOT_CONTROLLER (41), retriable. This node is not the
+	// Raft leader, or lost leadership before the change committed (in which
+	// case the change may or may not have been applied).
+	ErrNotLeader = errors.New("coordinator: not the controller")
+	// ErrTimeout: REQUEST_TIMED_OUT (7), retriable. The change could not be
+	// handed to Raft within Config.ApplyTimeout or the caller's deadline.
+	ErrTimeout = errors.New("coordinator: timed out")
+	// ErrClosed: the Coordinator was closed.
+	ErrClosed = errors.New("coordinator: closed")
+)

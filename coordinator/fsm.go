@@ -1,0 +1,130 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// fsm is the Raft state machine. hashicorp/raft calls Apply, Snapshot and
+// Restore from one goroutine (Restore also from NewRaft before that
+// goroutine starts); FSMSnapshot.Persist runs concurrently with Apply, which
+// is safe because states are immutable.
+type fsm struct {
+	// state is the replicated metadata as of the last applied entry. It is
+	// written only by the Raft FSM goroutine and read by anyone.
+	// Invariant: state.ControllerID == -1 (the controller is not replicated
+	// state; the view adds it).
+	state atomic.Pointer[Metadata]
+	// publish hands every new state to the view. It must not block.
+	publish func(*Metadata)
+	logger  *slog.Logger
+}
+
+func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
+	f := &fsm{publish: publish, logger: logger}
+	f.state.Store(emptyMetadata())
+	return f
+}
+
+// Apply applies one committed command entry and returns an applyResult to
+// the proposer's future.
+func (f *fsm) Apply(entry *raft.Log) any {
+	c, err := decodeCommand(entry.Data)
+	if errors.Is(err, errUnknownCommand) {
+		// Invariant: every node understands every committed command. A
+		// newer version wrote this entry; skipping it would diverge.
+		panic(fmt.Sprintf("coordinator: raft log index %d holds a command this version cannot apply (%v); upgrade this node", entry.Index, err))
+	}
+	if err != nil {
+		f.logger.Error("coordinator: rejected malformed raft entry", "index", entry.Index, "error", err)
+		return applyResult{err: err}
+	}
+	next, result := c.apply(f.state.Load())
+	if next != nil {
+		next.Version = entry.Index
+		f.state.Store(next)
+		f.publish(next)
+	}
+	return result
+}
+
+// snapshotFormat is the version of the snapshot layout below.
+const snapshotFormat = 1
+
+// snapshotFile is the JSON document a snapshot holds. Brokers and topics are
+// sorted so equal states produce equal bytes.
+type snapshotFile struct {
+	Format    int      `json:"format"`
+	Version   uint64   `json:"version"`
+	ClusterID string   `json:"clusterID"`
+	Brokers   []Broker `json:"brokers"`
+	Topics    []*Topic `json:"topics"`
+}
+
+// Snapshot captures the current state. States are immutable, so capturing
+// is taking the pointer.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{state: f.state.Load()}, nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *fsm) Restore(snapshot io.ReadCloser) error {
+	defer snapshot.Close()
+	var file snapshotFile
+	if err := json.NewDecoder(snapshot).Decode(&file); err != nil {
+		return fmt.Errorf("coordinator: decode snapshot: %w", err)
+	}
+	if file.Format != snapshotFormat {
+		return fmt.Errorf("coordinator: snapshot format %d, this version reads %d", file.Format, snapshotFormat)
+	}
+	state := emptyMetadata()
+	state.Version = file.Version
+	state.ClusterID = file.ClusterID
+	for _, broker := range file.Brokers {
+		state.Brokers[broker.NodeID] = broker
+	}
+	for _, topic := range file.Topics {
+		if topic == nil || topic.Name == "" {
+			return fmt.Errorf("coordinator: snapshot holds a topic without a name")
+		}
+		state.Topics[topic.Name] = topic
+	}
+	f.state.Store(state)
+	f.publish(state)
+	return nil
+}
+
+type fsmSnapshot struct {
+	state *Metadata
+}
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	file := snapshotFile{
+		Format:    snapshotFormat,
+		Version:   s.state.Version,
+		ClusterID: s.state.ClusterID,
+		Brokers:   make([]Broker, 0, len(s.state.Brokers)),
+		Topics:    make([]*Topic, 0, len(s.state.Topics)),
+	}
+	for _, id := range s.state.BrokerIDs() {
+		file.Brokers = append(file.Brokers, s.state.Brokers[id])
+	}
+	for _, name := range s.state.TopicNames() {
+		file.Topics = append(file.Topics, s.state.Topics[name])
+	}
+	if err := json.NewEncoder(sink).Encode(&file); err != nil {
+		return errors.Join(fmt.Errorf("coordinator: write snapshot: %w", err), sink.Cancel())
+	}
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("coordinator: close snapshot: %w", err)
+	}
+	return nil
+}
+
+func (s *fsmSnapshot) Release() {}
