@@ -1,0 +1,68 @@
+// Package netpoll is sluice's network layer: a gnet event-loop TCP server that cuts the byte
+// stream into Kafka frames and writes responses back. It knows nothing of Kafka beyond framing.
+//
+// # Wire format
+//
+// Both directions use the same framing:
+//
+//	offset  size  field
+//	0       4     size: big-endian int32, byte count of what follows
+//	4       size  frame (request or response, opaque to netpoll)
+//
+// A size below 0 or above Config.MaxFrameBytes closes the connection with a warning, before
+// anything is allocated for it. A frame whose bytes have not all arrived waits in gnet's inbound
+// buffer. Response sizes are computed by netpoll from the chunks the handler sends.
+//
+// # Threading
+//
+// Handler.Serve, Opened and Closed run on the connection's event loop and must not block.
+// Serve answers through its *Responder exactly once (Send, SendThen or Skip), inline or later
+// from any goroutine. Frames of one connection reach Serve one at a time, in arrival order;
+// different connections may be served concurrently on different loops.
+//
+// # Ownership
+//
+// The frame passed to Serve is a fresh copy owned by the handler (gnet's read buffer is shared
+// and reused). The chunks passed to Send, the memory they reference and the files they name
+// belong to netpoll until the response's done callback (SendThen) runs: with nil once every
+// byte has been handed to the kernel or copied into the connection's outbound buffer, or with
+// ErrConnectionClosed. netpoll never closes a Chunk's File.
+//
+// # Invariants
+//
+//   - Ordering: responses leave a connection in request order, whatever order handlers finish
+//     in. Each request takes a sequence number and a slot in a FIFO; the loop writes only the
+//     ready prefix of that FIFO, and no byte of a later chunk or response is queued while an
+//     earlier file range is waiting for the socket. Skip frees a slot without writing.
+//   - Zero copy: a file chunk goes through sendfile(2) when the connection has no queued
+//     output; if the socket fills (EAGAIN) or output is already queued, the rest of the range
+//     is read through the page cache into a pooled buffer and queued behind it.
+//   - Backpressure bounds: per connection at most MaxInFlightRequests requests and
+//     MaxInFlightBytes frame bytes (or one frame, whatever its size) are handed to the handler
+//     and not yet retired; across the server at most MaxServerInFlightBytes. Past a bound the
+//     loop stops decoding and leaves frames in gnet's inbound buffer; retiring a response
+//     re-runs the decoder (gnet only calls OnTraffic for new socket data, so completions wake
+//     the loop explicitly). A connection whose buffered input exceeds
+//     2*MaxInFlightBytes+MaxFrameBytes is closed. Outbound, netpoll stops queueing response
+//     bytes once about MaxBufferedOutboundBytes sit in the connection's outbound buffer and
+//     resumes when the socket drains.
+//   - Bad input never panics and never affects other connections: it closes its own.
+//   - No package-level state: any number of Servers can run in one process.
+//
+// # Close
+//
+// Server.Close stops accepting (new connections are closed at once) and stops decoding new
+// requests, waits for every request already handed to Serve to be answered and written, then
+// closes the connections and stops the loops. When ctx ends first, the outstanding requests
+// are retired with ErrConnectionClosed and Close still stops everything before returning.
+//
+// # Goroutines and locks
+//
+// gnet.Run runs in a goroutine owned by the Server, and a writability watcher goroutine (see
+// watcher_linux.go) parks connections whose output waits for the socket; Close stops and waits
+// for both. Server.mu guards the connection registry and the list of connections starved of
+// server budget; Server.wakeGate keeps wakes off pollers that are shutting down. The two are
+// never held together. Everything in Conn.loop is touched only by the connection's event loop.
+//
+// netpoll is Linux-only: it uses sendfile(2) and epoll directly.
+package netpoll

@@ -1,0 +1,429 @@
+package netpoll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Handler serves requests. All three methods run on the connection's event loop and must not
+// block.
+type Handler interface {
+	// Serve is called for each complete frame (size prefix stripped), in arrival order.
+	// frame is a fresh copy the handler owns. The handler answers through res exactly once,
+	// inline or later from any goroutine.
+	Serve(conn *Conn, frame []byte, res *Responder)
+	// Opened is called once when a connection is accepted, before its first Serve.
+	Opened(conn *Conn)
+	// Closed is called once when the connection is gone, after every outstanding request has
+	// been retired (their done callbacks ran with ErrConnectionClosed).
+	Closed(conn *Conn)
+}
+
+// Server is a running listener and its event loops.
+type Server struct {
+	config  Config
+	handler Handler
+	logger  *slog.Logger
+	metrics serverMetrics
+	address net.Addr
+
+	engine  gnet.Engine
+	watcher *writabilityWatcher
+
+	// closing is set once Close starts: no new connections, no new requests.
+	closing atomic.Bool
+	// nextConnectionID numbers connections from 1.
+	nextConnectionID atomic.Uint64
+	// inFlightBytes is the server-wide frame bytes admitted and not yet retired.
+	// Invariant: 0 <= inFlightBytes <= config.MaxServerInFlightBytes.
+	inFlightBytes atomic.Int64
+	// starvedCount mirrors len(mu.starved) so releases skip the lock when nobody waits.
+	starvedCount atomic.Int64
+
+	sendfileBytes   atomic.Uint64
+	copiedFileBytes atomic.Uint64
+
+	copyBuffers sync.Pool // *[]byte of copyBufferBytes
+
+	mu struct {
+		sync.Mutex
+		connections map[uint64]*Conn
+		starved     []*Conn // connections waiting for server-wide budget
+		drained     bool    // drainedSignal is closed
+	}
+	// drainedSignal is closed when closing is set and no connection is left.
+	drainedSignal chan struct{}
+
+	// wakeGate keeps Wake calls away from event loops that are shutting down: after gnet
+	// closes a poller its eventfd number may be reused by an unrelated file.
+	wakeGate struct {
+		sync.RWMutex
+		stopped bool
+	}
+
+	runDone   chan struct{} // closed when gnet.Run returns
+	runErr    error         // gnet.Run's result, read after runDone
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type serverMetrics struct {
+	bytesIn         *metrics.Counter
+	bytesOut        *metrics.Counter
+	sendfileBytes   *metrics.Counter
+	copiedFileBytes *metrics.Counter
+	framesRejected  *metrics.Counter
+	connections     *metrics.Gauge
+}
+
+func newServerMetrics(set *metrics.Set) serverMetrics {
+	if set == nil {
+		set = metrics.NewSet() // private and never written out
+	}
+	return serverMetrics{
+		bytesIn:         set.GetOrCreateCounter("sluice_net_bytes_in_total"),
+		bytesOut:        set.GetOrCreateCounter("sluice_net_bytes_out_total"),
+		sendfileBytes:   set.GetOrCreateCounter("sluice_net_sendfile_bytes_total"),
+		copiedFileBytes: set.GetOrCreateCounter("sluice_net_copied_file_bytes_total"),
+		framesRejected:  set.GetOrCreateCounter("sluice_net_frames_rejected_total"),
+		connections:     set.GetOrCreateGauge("sluice_net_connections", nil),
+	}
+}
+
+// Listen binds cfg.Address and serves it with h in the background. It returns once the
+// listener is bound; Close stops it.
+func Listen(cfg Config, h Handler) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidConfig)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		config:        cfg,
+		handler:       h,
+		logger:        logger,
+		metrics:       newServerMetrics(cfg.Metrics),
+		drainedSignal: make(chan struct{}),
+		runDone:       make(chan struct{}),
+	}
+	s.mu.connections = make(map[uint64]*Conn)
+	s.copyBuffers.New = func() any {
+		buffer := make([]byte, copyBufferBytes)
+		return &buffer
+	}
+	watcher, err := newWritabilityWatcher(s.writable)
+	if err != nil {
+		return nil, err
+	}
+	s.watcher = watcher
+
+	eventLoops := cfg.EventLoops
+	if eventLoops == 0 {
+		eventLoops = runtime.GOMAXPROCS(0)
+	}
+	booted := make(chan error, 1)
+	events := &eventHandler{server: s, booted: booted}
+	go func() {
+		defer close(s.runDone)
+		s.runErr = gnet.Run(events, "tcp://"+cfg.Address,
+			gnet.WithNumEventLoop(eventLoops),
+			gnet.WithReusePort(false), // one listener, so port 0 resolves to one port
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithLogger(gnetLogger{logger: logger}),
+		)
+	}()
+	select {
+	case err := <-booted:
+		if err == nil {
+			return s, nil
+		}
+		<-s.runDone
+		s.watcher.stop()
+		return nil, err
+	case <-s.runDone:
+		s.watcher.stop()
+		return nil, fmt.Errorf("netpoll: listen on %s: %w", cfg.Address, s.runErr)
+	}
+}
+
+// Addr is the bound address, with an ephemeral port resolved.
+func (s *Server) Addr() net.Addr { return s.address }
+
+// SendfileBytes is the number of response bytes this server sent with sendfile(2).
+func (s *Server) SendfileBytes() uint64 { return s.sendfileBytes.Load() }
+
+// CopiedFileBytes is the number of file-chunk bytes this server read into memory and queued,
+// because the socket was full or output was already queued.
+func (s *Server) CopiedFileBytes() uint64 { return s.copiedFileBytes.Load() }
+
+// InFlightBytes is the server-wide frame bytes handed to the handler and not yet answered.
+func (s *Server) InFlightBytes() int64 { return s.inFlightBytes.Load() }
+
+// Close stops accepting connections and decoding requests, waits until every request already
+// handed to the handler is answered and written (or ctx ends), then closes all connections and
+// stops the event loops. It always stops the server; the error reports a ctx that ended
+// first, with the abandoned responses retired with ErrConnectionClosed.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() { s.closeErr = s.close(ctx) })
+	return s.closeErr
+}
+
+func (s *Server) close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing.Store(true)
+	connections := make([]*Conn, 0, len(s.mu.connections))
+	for _, c := range s.mu.connections {
+		connections = append(connections, c)
+	}
+	s.signalDrainedLocked()
+	s.mu.Unlock()
+	for _, c := range connections {
+		c.scheduleWake() // each connection notices closing and closes once answered
+	}
+
+	var waitErr error
+	select {
+	case <-s.drainedSignal:
+	case <-ctx.Done():
+		waitErr = fmt.Errorf("netpoll: close: in-flight responses abandoned: %w", ctx.Err())
+	}
+
+	s.stopWakes()
+	stopNow, cancel := context.WithCancel(context.Background())
+	cancel() // Engine.Stop only triggers the shutdown; runDone is what we wait for
+	_ = s.engine.Stop(stopNow)
+	<-s.runDone
+	s.watcher.stop()
+	if waitErr != nil {
+		return waitErr
+	}
+	if s.runErr != nil {
+		return fmt.Errorf("netpoll: event loops: %w", s.runErr)
+	}
+	return nil
+}
+
+func (s *Server) signalDrainedLocked() {
+	if s.closing.Load() && len(s.mu.connections) == 0 && !s.mu.drained {
+		s.mu.drained = true
+		close(s.drainedSignal)
+	}
+}
+
+// stopWakes blocks until no Wake is in progress and prevents new ones.
+func (s *Server) stopWakes() {
+	s.wakeGate.Lock()
+	s.wakeGate.stopped = true
+	s.wakeGate.Unlock()
+}
+
+// wake queues a pass of c.process on c's event loop.
+func (s *Server) wake(c *Conn) {
+	s.wakeGate.RLock()
+	defer s.wakeGate.RUnlock()
+	if s.wakeGate.stopped {
+		return
+	}
+	if err := c.gnetConn.Wake(nil); err != nil {
+		s.logger.Debug("netpoll: wake failed", "remote", c.remoteAddr, "err", err)
+	}
+}
+
+// writable is the watcher's callback: c's socket can take more bytes.
+func (s *Server) writable(connectionID uint64) {
+	s.mu.Lock()
+	c := s.mu.connections[connectionID]
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.writableArmed.Store(false)
+	c.scheduleWake()
+}
+
+// reserveBudget takes frameBytes of server-wide budget, or registers c to be woken when budget
+// is released and reports false.
+func (s *Server) reserveBudget(c *Conn, frameBytes int) bool {
+	if s.tryReserve(frameBytes) {
+		return true
+	}
+	if !c.starved.Swap(true) {
+		s.mu.Lock()
+		s.mu.starved = append(s.mu.starved, c)
+		s.starvedCount.Add(1)
+		s.mu.Unlock()
+	}
+	// Budget released between the failed attempt and the registration woke nobody: retry.
+	return s.tryReserve(frameBytes)
+}
+
+func (s *Server) tryReserve(frameBytes int) bool {
+	for {
+		current := s.inFlightBytes.Load()
+		if current+int64(frameBytes) > s.config.MaxServerInFlightBytes {
+			return false
+		}
+		if s.inFlightBytes.CompareAndSwap(current, current+int64(frameBytes)) {
+			return true
+		}
+	}
+}
+
+// releaseBudget returns frameBytes of server-wide budget and wakes connections starved of it.
+func (s *Server) releaseBudget(frameBytes int) {
+	if s.inFlightBytes.Add(-int64(frameBytes)) < 0 {
+		panic("netpoll: server in-flight bytes went negative")
+	}
+	if frameBytes == 0 || s.starvedCount.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	starved := s.mu.starved
+	s.mu.starved = nil
+	s.starvedCount.Store(0)
+	s.mu.Unlock()
+	for _, c := range starved {
+		c.starved.Store(false)
+		c.scheduleWake()
+	}
+}
+
+// eventHandler adapts gnet's callbacks to the Server.
+type eventHandler struct {
+	gnet.BuiltinEventEngine
+	server *Server
+	booted chan<- error
+}
+
+func (h *eventHandler) OnBoot(engine gnet.Engine) gnet.Action {
+	s := h.server
+	s.engine = engine
+	address, err := listenerAddress(engine)
+	if err != nil {
+		h.booted <- fmt.Errorf("netpoll: listen on %s: %w", s.config.Address, err)
+		return gnet.Shutdown
+	}
+	s.address = address
+	h.booted <- nil
+	return gnet.None
+}
+
+// listenerAddress asks the kernel which address the engine's listener is bound to.
+func listenerAddress(engine gnet.Engine) (net.Addr, error) {
+	descriptor, err := engine.Dup()
+	if err != nil {
+		return nil, fmt.Errorf("dup listener: %w", err)
+	}
+	defer unix.Close(descriptor)
+	socketAddress, err := unix.Getsockname(descriptor)
+	if err != nil {
+		return nil, fmt.Errorf("getsockname: %w", err)
+	}
+	switch address := socketAddress.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(address.Addr[:]).To16(), Port: address.Port}, nil
+	case *unix.SockaddrInet6:
+		zone := ""
+		if address.ZoneId != 0 {
+			if iface, err := net.InterfaceByIndex(int(address.ZoneId)); err == nil {
+				zone = iface.Name
+			}
+		}
+		return &net.TCPAddr{IP: net.IP(address.Addr[:]), Port: address.Port, Zone: zone}, nil
+	default:
+		return nil, errors.New("listener is not a TCP socket")
+	}
+}
+
+func (h *eventHandler) OnShutdown(gnet.Engine) {
+	// From here the pollers are about to close; no more Wakes.
+	h.server.stopWakes()
+}
+
+func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
+	s := h.server
+	c := &Conn{
+		server:     s,
+		gnetConn:   gnetConn,
+		id:         s.nextConnectionID.Add(1),
+		remoteAddr: gnetConn.RemoteAddr(),
+		localAddr:  gnetConn.LocalAddr(),
+	}
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		return nil, gnet.Close
+	}
+	s.mu.connections[c.id] = c
+	s.mu.Unlock()
+	gnetConn.SetContext(c)
+	s.metrics.connections.Inc()
+	s.handler.Opened(c)
+	return nil, gnet.None
+}
+
+func (h *eventHandler) OnTraffic(gnetConn gnet.Conn) gnet.Action {
+	c, ok := gnetConn.Context().(*Conn)
+	if !ok {
+		return gnet.Close
+	}
+	return c.process()
+}
+
+func (h *eventHandler) OnClose(gnetConn gnet.Conn, err error) gnet.Action {
+	c, ok := gnetConn.Context().(*Conn)
+	if !ok {
+		return gnet.None // refused in OnOpen
+	}
+	s := h.server
+	if err != nil {
+		s.logger.Debug("netpoll: connection closed", "remote", c.remoteAddr, "err", err)
+	}
+	c.closed()
+	s.metrics.connections.Dec()
+	s.handler.Closed(c)
+	s.mu.Lock()
+	delete(s.mu.connections, c.id)
+	s.signalDrainedLocked()
+	s.mu.Unlock()
+	return gnet.None
+}
+
+// gnetLogger routes gnet's logs to the server's slog.Logger.
+type gnetLogger struct{ logger *slog.Logger }
+
+func (l gnetLogger) Debugf(format string, args ...any) {
+	l.logger.Debug("gnet: " + fmt.Sprintf(format, args...))
+}
+
+func (l gnetLogger) Infof(format string, args ...any) {
+	l.logger.Debug("gnet: " + fmt.Sprintf(format, args...))
+}
+
+func (l gnetLogger) Warnf(format string, args ...any) {
+	l.logger.Warn("gnet: " + fmt.Sprintf(format, args...))
+}
+
+func (l gnetLogger) Errorf(format string, args ...any) {
+	l.logger.Error("gnet: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf logs without exiting: library code never ends the process.
+func (l gnetLogger) Fatalf(format string, args ...any) {
+	l.logger.Error("gnet: fatal: " + fmt.Sprintf(format, args...))
+}
