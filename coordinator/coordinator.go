@@ -134,23 +134,18 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: start raft: %w", err)
 	}
-	cleanups = append(cleanups, func() { c.raft.Shutdown().Error() })
-
 	c.observer = raft.NewObserver(c.observations, false, func(o *raft.Observation) bool {
 		_, isLeaderChange := o.Data.(raft.LeaderObservation)
 		return isLeaderChange
 	})
 	c.raft.RegisterObserver(c.observer)
 	go c.runLeadership()
-	cleanups = append(cleanups, func() {
-		c.raft.DeregisterObserver(c.observer)
-		close(c.stop)
-		<-c.leadershipDone
-	})
+	// From here on Close undoes everything.
+	cleanups = nil
 
 	if hasState || cfg.Bootstrap {
 		if err := c.WaitLeader(ctx); err != nil {
-			return nil, err
+			return nil, errors.Join(err, c.Close())
 		}
 	}
 	return c, nil
@@ -214,7 +209,7 @@ func (c *Coordinator) Metadata() *Metadata {
 // produces a call (same Version, different ControllerID).
 //
 // cancel waits for a running fn to return; calling it from inside fn
-// deadlocks.
+// deadlocks. After Close, Subscribe calls nothing and cancel does nothing.
 func (c *Coordinator) Subscribe(fn func(old, new *Metadata)) (cancel func()) {
 	return c.view.subscribe(fn)
 }

@@ -27,6 +27,9 @@ type fsm struct {
 }
 
 func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	f := &fsm{publish: publish, logger: logger}
 	f.state.Store(emptyMetadata())
 	return f

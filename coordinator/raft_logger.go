@@ -3,9 +3,11 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +48,21 @@ func slogLevel(level hclog.Level) slog.Level {
 func (l *raftLogger) Log(level hclog.Level, message string, args ...any) {
 	if level == hclog.Off {
 		return
+	}
+	if !l.logger.Enabled(context.Background(), slogLevel(level)) {
+		return
+	}
+	copied := false
+	for i, arg := range args {
+		// hclog.Fmt("%+v", value) defers formatting to the logger.
+		if format, ok := arg.(hclog.Format); ok && len(format) > 0 {
+			if pattern, ok := format[0].(string); ok {
+				if !copied { // the caller's slice is not ours to change
+					args, copied = slices.Clone(args), true
+				}
+				args[i] = fmt.Sprintf(pattern, format[1:]...)
+			}
+		}
 	}
 	l.logger.Log(context.Background(), slogLevel(level), message, args...)
 }

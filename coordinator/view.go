@@ -20,6 +20,7 @@ type view struct {
 		// changed is closed and replaced on every publish.
 		changed       chan struct{}
 		subscriptions map[*subscription]struct{}
+		closed        bool // set by cancelAll; no new subscriptions start
 	}
 }
 
@@ -71,6 +72,11 @@ func (v *view) publishLocked() {
 // ends, or stop closes.
 func (v *view) waitFor(ctx context.Context, stop <-chan struct{}, condition func(*Metadata) bool) error {
 	for {
+		select {
+		case <-stop:
+			return ErrClosed
+		default:
+		}
 		v.mu.Lock()
 		snapshot, changed := v.current.Load(), v.mu.changed
 		v.mu.Unlock()
@@ -97,7 +103,8 @@ type subscription struct {
 }
 
 // subscribe starts a goroutine that calls callback with (previously
-// delivered, latest) snapshot pairs until the returned cancel is called.
+// delivered, latest) snapshot pairs until the returned cancel is called or
+// cancelAll runs. After cancelAll it starts nothing and calls nothing.
 func (v *view) subscribe(callback func(old, new *Metadata)) (cancel func()) {
 	s := &subscription{
 		callback: callback,
@@ -106,6 +113,10 @@ func (v *view) subscribe(callback func(old, new *Metadata)) (cancel func()) {
 		done:     make(chan struct{}),
 	}
 	v.mu.Lock()
+	if v.mu.closed {
+		v.mu.Unlock()
+		return func() {}
+	}
 	v.mu.subscriptions[s] = struct{}{}
 	v.mu.Unlock()
 	go s.run(&v.current)
@@ -128,6 +139,7 @@ func (v *view) cancelAll() {
 		subscriptions = append(subscriptions, s)
 	}
 	clear(v.mu.subscriptions)
+	v.mu.closed = true
 	v.mu.Unlock()
 	for _, s := range subscriptions {
 		s.once.Do(func() { close(s.stop) })
