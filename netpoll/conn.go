@@ -245,12 +245,14 @@ func (c *Conn) retire(responder *Responder, err error) {
 	state.inFlightBytes -= responder.frameBytes
 	c.server.releaseBudget(responder.frameBytes)
 	if err != nil {
-		responder.abandon()
+		responder.abandon() // may race a late Send, so leave its fields alone
 		return
 	}
 	if responder.done != nil {
 		responder.done(nil)
 	}
+	// The handler may keep the Responder; let the response's memory go.
+	responder.chunks, responder.done = nil, nil
 }
 
 // closed runs on the event loop when gnet closes the connection, possibly from inside a write

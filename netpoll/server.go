@@ -83,6 +83,7 @@ type serverMetrics struct {
 	sendfileBytes   *metrics.Counter
 	copiedFileBytes *metrics.Counter
 	framesRejected  *metrics.Counter
+	outputParks     *metrics.Counter
 	connections     *metrics.Gauge
 }
 
@@ -96,6 +97,7 @@ func newServerMetrics(set *metrics.Set) serverMetrics {
 		sendfileBytes:   set.GetOrCreateCounter("sluice_net_sendfile_bytes_total"),
 		copiedFileBytes: set.GetOrCreateCounter("sluice_net_copied_file_bytes_total"),
 		framesRejected:  set.GetOrCreateCounter("sluice_net_frames_rejected_total"),
+		outputParks:     set.GetOrCreateCounter("sluice_net_output_parks_total"),
 		connections:     set.GetOrCreateGauge("sluice_net_connections", nil),
 	}
 }

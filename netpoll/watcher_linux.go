@@ -91,11 +91,16 @@ func (w *writabilityWatcher) run() {
 func (w *writabilityWatcher) arm(c *Conn) error {
 	event := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT}
 	setEventID(&event, c.id)
-	operation := unix.EPOLL_CTL_MOD
+	socket := c.gnetConn.Fd()
+	operation, fallback := unix.EPOLL_CTL_MOD, unix.EPOLL_CTL_ADD
 	if !c.loop.watcherRegistered {
-		operation = unix.EPOLL_CTL_ADD
+		operation, fallback = unix.EPOLL_CTL_ADD, unix.EPOLL_CTL_MOD
 	}
-	if err := unix.EpollCtl(w.epollDescriptor, operation, c.gnetConn.Fd(), &event); err != nil {
+	err := unix.EpollCtl(w.epollDescriptor, operation, socket, &event)
+	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOENT) {
+		err = unix.EpollCtl(w.epollDescriptor, fallback, socket, &event)
+	}
+	if err != nil {
 		return fmt.Errorf("netpoll: epoll_ctl arm writability: %w", err)
 	}
 	c.loop.watcherRegistered = true

@@ -233,6 +233,7 @@ func (c *Conn) armWritable() gnet.Action {
 		return gnet.None
 	}
 	c.writableArmed.Store(true)
+	c.server.metrics.outputParks.Inc()
 	if err := c.server.watcher.arm(c); err != nil {
 		c.writableArmed.Store(false)
 		c.server.logger.Error("netpoll: closing connection: cannot watch socket writability",
