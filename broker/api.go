@@ -1,0 +1,168 @@
+package broker
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/netpoll"
+	"github.com/sluice-mq/sluice/protocol"
+)
+
+// request is one request being handled.
+type request struct {
+	header   protocol.RequestHeader
+	session  *session
+	res      *netpoll.Responder
+	received time.Time
+	metrics  *apiMetrics
+}
+
+// respond encodes resp at the request's version and sends it.
+func (r *request) respond(resp kmsg.Response) {
+	r.send(netpoll.Chunk{Bytes: protocol.EncodeResponse(nil, r.header, resp)})
+}
+
+// send sends a response made of chunks, the first of which must start with the response header.
+func (r *request) send(chunks ...netpoll.Chunk) {
+	r.metrics.seconds.UpdateDuration(r.received)
+	r.res.Send(chunks...)
+}
+
+// skip completes the request without a response (acks=0).
+func (r *request) skip() {
+	r.metrics.seconds.UpdateDuration(r.received)
+	r.res.Skip()
+}
+
+// failed counts a request that answered an error.
+func (r *request) failed() { r.metrics.errors.Inc() }
+
+// handlerFunc handles one decoded request.
+type handlerFunc func(b *Broker, r *request, req kmsg.Request)
+
+type apiEntry struct {
+	versions protocol.VersionRange
+	handle   handlerFunc
+}
+
+type apiTable struct {
+	entries  map[int16]apiEntry
+	versions protocol.VersionTable
+}
+
+// typed adapts a handler of one concrete request type.
+func typed[T kmsg.Request](fn func(b *Broker, r *request, req T)) handlerFunc {
+	return func(b *Broker, r *request, req kmsg.Request) { fn(b, r, req.(T)) }
+}
+
+// newAPITable lists what the broker serves. Minimum versions are as low as the codec decodes:
+// librdkafka enables features only when the advertised range reaches its old minimums.
+func newAPITable() apiTable {
+	entries := map[int16]apiEntry{
+		0:  {protocol.VersionRange{Min: 3, Max: 9}, typed((*Broker).handleProduce)},
+		1:  {protocol.VersionRange{Min: 4, Max: 12}, typed((*Broker).handleFetch)},
+		2:  {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleListOffsets)},
+		3:  {protocol.VersionRange{Min: 0, Max: 12}, typed((*Broker).handleMetadata)},
+		18: {protocol.VersionRange{Min: 0, Max: 4}, nil}, // ApiVersions: answered before decoding
+		19: {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleCreateTopics)},
+		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
+		32: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeConfigs)},
+		33: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleAlterConfigs)},
+		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},
+		44: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleIncrementalAlterConfigs)},
+		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
+	}
+	served := make(map[int16]protocol.VersionRange, len(entries))
+	for key, e := range entries {
+		served[key] = e.versions
+	}
+	versions, err := protocol.NewVersionTable(served)
+	if err != nil {
+		panic("broker: served API table rejected by the codec: " + err.Error())
+	}
+	return apiTable{entries: entries, versions: versions}
+}
+
+// handle parses and dispatches one request; it runs on the connection's worker goroutine.
+func (b *Broker) handle(s *session, q queuedRequest) {
+	header, body, err := protocol.ParseRequest(q.frame)
+	r := &request{header: header, session: s, res: q.res, received: q.received, metrics: b.metrics.api(header.APIKey)}
+	r.metrics.requests.Inc()
+	if err != nil {
+		// Kafka closes a connection whose request it cannot parse or whose API it does not know.
+		b.logger.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
+		r.failed()
+		r.skip()
+		s.conn.Close()
+		return
+	}
+	if header.APIKey == protocol.ApiVersionsKey {
+		b.handleApiVersions(r, body)
+		return
+	}
+	entry, served := b.apis.entries[header.APIKey]
+	req := kmsg.RequestForKey(header.APIKey)
+	if req == nil {
+		b.closeFor(r, "unknown api key")
+		return
+	}
+	req.SetVersion(header.APIVersion)
+	if served && !entry.versions.Contains(header.APIVersion) {
+		b.closeFor(r, "unsupported api version")
+		return
+	}
+	if err := req.ReadFrom(body); err != nil {
+		b.closeFor(r, "malformed request body: "+err.Error())
+		return
+	}
+	if !served {
+		b.answerUnserved(r, req)
+		return
+	}
+	entry.handle(b, r, req)
+}
+
+func (b *Broker) closeFor(r *request, reason string) {
+	b.logger.Warn("closing connection", "remote", r.session.conn.RemoteAddr(), "api", kmsg.NameForKey(r.header.APIKey),
+		"api_key", r.header.APIKey, "version", r.header.APIVersion, "reason", reason)
+	r.failed()
+	r.skip()
+	r.session.conn.Close()
+}
+
+// answerUnserved answers a request kind the broker does not serve (and does not advertise) with
+// UNSUPPORTED_VERSION in the response's top-level error code. Responses without one cannot carry
+// the refusal, so the connection is closed instead, as Kafka does for what it cannot answer.
+func (b *Broker) answerUnserved(r *request, req kmsg.Request) {
+	resp := req.ResponseKind()
+	field := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
+	if !field.IsValid() || field.Kind() != reflect.Int16 {
+		b.closeFor(r, "api not served")
+		return
+	}
+	field.SetInt(int64(protocol.UnsupportedVersion.Code))
+	r.failed()
+	r.respond(resp)
+}
+
+// handleApiVersions serves ApiVersions v0-v4. An unsupported version is answered with a v0 body,
+// UNSUPPORTED_VERSION and the served ApiVersions range, without decoding the request (KIP-511);
+// v3+ client software names outside Kafka's pattern get INVALID_REQUEST.
+func (b *Broker) handleApiVersions(r *request, body []byte) {
+	code := int16(0)
+	if b.apis.versions.Supports(protocol.ApiVersionsKey, r.header.APIVersion) {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(r.header.APIVersion)
+		if err := req.ReadFrom(body); err != nil {
+			code = protocol.InvalidRequest.Code
+		} else {
+			code = protocol.CodeFor(protocol.ValidateApiVersionsRequest(req))
+		}
+	}
+	if code != 0 || !b.apis.versions.Supports(protocol.ApiVersionsKey, r.header.APIVersion) {
+		r.failed()
+	}
+	r.send(netpoll.Chunk{Bytes: protocol.AppendApiVersionsResponse(nil, r.header, b.apis.versions, 0, code)})
+}

@@ -1,0 +1,167 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/netpoll"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+// Broker is one sluice node serving the Kafka protocol.
+type Broker struct {
+	config      Config
+	logger      *slog.Logger
+	metrics     *brokerMetrics
+	coordinator *coordinator.Coordinator
+	registry    *registry
+	server      *netpoll.Server
+	advertised  hostPort
+	apis        apiTable
+
+	unsubscribe func()
+	stop        chan struct{}
+	background  sync.WaitGroup
+	closeOnce   sync.Once
+}
+
+// Start opens the metadata store and the logs, then listens. It returns once the broker serves.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
+	b.metrics = newBrokerMetrics(cfg.Metrics)
+	b.apis = newAPITable()
+	logDefaults := cfg.Log
+	logDefaults.ObserveFsync = b.metrics.observeFsync
+	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, logger)
+
+	coordCfg := coordinator.DefaultConfig()
+	coordCfg.NodeID = cfg.NodeID
+	coordCfg.DataDir = filepath.Join(cfg.DataDir, "meta")
+	coordCfg.RaftAddress = cfg.RaftListen
+	coordCfg.Bootstrap = true
+	coordCfg.Logger = logger.With("component", "coordinator")
+	// A one-voter cluster elects itself at once; short timeouts make startup quick.
+	coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: create data dir: %w", err)
+	}
+	var err error
+	if b.coordinator, err = coordinator.Open(ctx, coordCfg); err != nil {
+		return nil, fmt.Errorf("broker: open metadata: %w", err)
+	}
+	b.unsubscribe = b.coordinator.Subscribe(b.registry.apply)
+	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
+		b.shutdownMetadata()
+		return nil, err
+	}
+
+	netCfg := netpoll.DefaultConfig()
+	netCfg.Address = cfg.Listen
+	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
+	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
+	netCfg.Logger = logger.With("component", "netpoll")
+	netCfg.Metrics = cfg.Metrics
+	if b.server, err = netpoll.Listen(netCfg, b); err != nil {
+		b.shutdownMetadata()
+		return nil, fmt.Errorf("broker: listen: %w", err)
+	}
+	if b.advertised, err = advertisedAddress(cfg.Advertise, b.server.Addr()); err != nil {
+		b.Close(ctx)
+		return nil, err
+	}
+	if err := b.coordinator.RegisterBroker(ctx, coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port}); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("broker: register: %w", err)
+	}
+	b.background.Add(1)
+	go b.runRetention()
+	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
+	return b, nil
+}
+
+func advertisedAddress(advertise string, bound net.Addr) (hostPort, error) {
+	if advertise != "" {
+		return splitAdvertise(advertise)
+	}
+	tcp, ok := bound.(*net.TCPAddr)
+	if !ok {
+		return hostPort{}, fmt.Errorf("broker: listener address %v is not TCP", bound)
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		name, err := os.Hostname()
+		if err != nil {
+			return hostPort{}, fmt.Errorf("broker: listening on a wildcard address needs --advertise: %w", err)
+		}
+		host = name
+	}
+	return hostPort{host: host, port: int32(tcp.Port)}, nil
+}
+
+// Addr is the bound Kafka listener address.
+func (b *Broker) Addr() net.Addr { return b.server.Addr() }
+
+// SendfileBytes is the number of fetch bytes sent with sendfile so far.
+func (b *Broker) SendfileBytes() uint64 { return b.server.SendfileBytes() }
+
+// Close stops accepting connections, lets in-flight requests finish (until ctx ends), then closes
+// every log cleanly and the metadata store.
+func (b *Broker) Close(ctx context.Context) error {
+	var errs []error
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		if b.server != nil {
+			errs = append(errs, b.server.Close(ctx))
+		}
+		b.background.Wait()
+		errs = append(errs, b.shutdownMetadata())
+	})
+	return errors.Join(errs...)
+}
+
+func (b *Broker) shutdownMetadata() error {
+	if b.unsubscribe != nil {
+		b.unsubscribe()
+	}
+	b.registry.closeAll()
+	return b.coordinator.Close()
+}
+
+// runRetention applies retention to every log periodically.
+func (b *Broker) runRetention() {
+	defer b.background.Done()
+	ticker := time.NewTicker(b.config.RetentionCheckInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-ticker.C:
+		}
+		b.registry.forEach(func(p *partition) {
+			deleted, err := p.log.ApplyRetention()
+			if err != nil && !errors.Is(err, segment.ErrClosed) {
+				b.logger.Error("retention", "topic", p.topic, "partition", p.index, "err", err)
+			}
+			if deleted > 0 {
+				b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", deleted, "log_start", p.log.LogStartOffset())
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sluice-mq/sluice/segment"
+)
+
+// Config configures a Broker.
+type Config struct {
+	// NodeID is this broker's id in the cluster.
+	NodeID int32
+	// DataDir holds the metadata (DataDir/meta) and the partition logs (DataDir/topics).
+	DataDir string
+	// Listen is the Kafka listener address; port 0 picks an ephemeral port.
+	Listen string
+	// Advertise is the host:port given to clients in Metadata; empty means the bound listener address.
+	Advertise string
+	// RaftListen is the address of the metadata Raft transport; port 0 picks one.
+	RaftListen string
+
+	// AutoCreateTopics creates unknown topics named in Metadata requests that allow it.
+	AutoCreateTopics bool
+	// DefaultPartitions and DefaultReplicationFactor apply to auto-created topics and to CreateTopics
+	// requests that leave them at -1.
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
+	// MaxMessageBytes is the default max.message.bytes: the largest record batch a produce may carry.
+	MaxMessageBytes int32
+	// Log holds the default log settings; topic configs override them.
+	Log segment.Config
+	// RetentionCheckInterval is how often retention runs over every log.
+	RetentionCheckInterval time.Duration
+
+	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
+	MaxFrameBytes int
+	// MaxInFlightBytes bounds request bytes in flight across all connections (produce data).
+	MaxInFlightBytes int64
+
+	Logger  *slog.Logger
+	Metrics *metrics.Set
+}
+
+// DefaultConfig returns a single-node broker listening on Kafka's default port.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                   1,
+		DataDir:                  "./data",
+		Listen:                   "127.0.0.1:9092",
+		RaftListen:               "127.0.0.1:0",
+		AutoCreateTopics:         true,
+		DefaultPartitions:        1,
+		DefaultReplicationFactor: 1,
+		MaxMessageBytes:          1048588,
+		Log:                      segment.DefaultConfig(),
+		RetentionCheckInterval:   5 * time.Minute,
+		MaxFrameBytes:            100 << 20,
+		MaxInFlightBytes:         512 << 20,
+	}
+}
+
+// Validate reports every unusable setting.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeID < 0 {
+		errs = append(errs, fmt.Errorf("node id %d is negative", c.NodeID))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir is empty"))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen address %q: %w", c.Listen, err))
+	}
+	if c.Advertise != "" {
+		if _, err := splitAdvertise(c.Advertise); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.DefaultPartitions < 1 {
+		errs = append(errs, fmt.Errorf("default partitions %d must be at least 1", c.DefaultPartitions))
+	}
+	if c.DefaultReplicationFactor < 1 {
+		errs = append(errs, fmt.Errorf("default replication factor %d must be at least 1", c.DefaultReplicationFactor))
+	}
+	if c.MaxMessageBytes < 1 {
+		errs = append(errs, fmt.Errorf("max message bytes %d must be positive", c.MaxMessageBytes))
+	}
+	if c.RetentionCheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("retention check interval %v must be positive", c.RetentionCheckInterval))
+	}
+	if c.MaxFrameBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max frame bytes %d below 1024", c.MaxFrameBytes))
+	}
+	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("broker: invalid config: %w", err)
+	}
+	return nil
+}
+
+type hostPort struct {
+	host string
+	port int32
+}
+
+func splitAdvertise(address string) (hostPort, error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return hostPort{}, fmt.Errorf("advertise address %q: %w", address, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil || port == 0 {
+		return hostPort{}, fmt.Errorf("advertise address %q: port must be 1-65535", address)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		return hostPort{}, fmt.Errorf("advertise address %q: clients cannot dial a wildcard host", address)
+	}
+	return hostPort{host: host, port: int32(port)}, nil
+}

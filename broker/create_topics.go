@@ -1,0 +1,97 @@
+package broker
+
+// CreateTopics v0-v7: creates topics through the coordinator (Raft) and answers once this broker has
+// opened their logs. num_partitions and replication_factor of -1 take the broker defaults; v5+
+// answers carry the partition count, replication factor and configs. Refusals: existing topic
+// TOPIC_ALREADY_EXISTS, bad name INVALID_TOPIC_EXCEPTION, count <= 0 INVALID_PARTITIONS, replication
+// factor <= 0 or above the broker count INVALID_REPLICATION_FACTOR, unknown or bad config
+// INVALID_CONFIG, manual replica assignments and topics named twice INVALID_REQUEST, a node that is
+// not the controller NOT_CONTROLLER.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/protocol"
+)
+
+func (b *Broker) handleCreateTopics(r *request, req *kmsg.CreateTopicsRequest) {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	ctx, cancel := adminContext(req.TimeoutMillis)
+	defer cancel()
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	anyError := false
+	for _, rt := range req.Topics {
+		result := kmsg.NewCreateTopicsResponseTopic()
+		result.Topic = rt.Topic
+		err := b.createTopic(ctx, rt, req.ValidateOnly, seen[rt.Topic] > 1, &result)
+		if err != nil {
+			result.ErrorCode = createTopicErrorCode(err)
+			if code := protocol.CodeFor(err); code != protocol.UnknownServerError.Code {
+				result.ErrorCode = code
+			}
+			result.ErrorMessage = errorMessage(err)
+			result.NumPartitions, result.ReplicationFactor = -1, -1
+			anyError = true
+		}
+		resp.Topics = append(resp.Topics, result)
+	}
+	if anyError {
+		r.failed()
+	}
+	r.respond(resp)
+}
+
+func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly, duplicate bool, result *kmsg.CreateTopicsResponseTopic) error {
+	if duplicate {
+		return fmt.Errorf("broker: topic %q named more than once: %w", rt.Topic, protocol.InvalidRequest)
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		return fmt.Errorf("broker: manual replica assignment is not supported: %w", protocol.InvalidRequest)
+	}
+	partitions, replication := rt.NumPartitions, rt.ReplicationFactor
+	if partitions == -1 {
+		partitions = b.config.DefaultPartitions
+	}
+	if replication == -1 {
+		replication = b.config.DefaultReplicationFactor
+	}
+	configs := map[string]string{}
+	for _, c := range rt.Configs {
+		if c.Value == nil {
+			return fmt.Errorf("broker: config %s has a null value: %w", c.Name, protocol.InvalidConfig)
+		}
+		configs[c.Name] = *c.Value
+	}
+	topic, err := b.coordinator.CreateTopic(ctx, rt.Topic, partitions, replication, configs, validateOnly)
+	if err != nil {
+		return err
+	}
+	if !validateOnly {
+		result.TopicID = topic.ID
+		if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
+			return fmt.Errorf("%w: %w", protocol.RequestTimedOut, err)
+		}
+	}
+	result.NumPartitions = int32(len(topic.Partitions))
+	result.ReplicationFactor = int16(topic.ReplicationFactor())
+	for _, entry := range b.topicConfigEntries(topic.Configs, nil) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.ReadOnly, c.Source = entry.name, &entry.value, false, entry.source
+		result.Configs = append(result.Configs, c)
+	}
+	return nil
+}
+
+// adminContext bounds an admin request by its timeout (at least a second, at most a minute).
+func adminContext(timeoutMillis int32) (context.Context, context.CancelFunc) {
+	timeout := time.Duration(timeoutMillis) * time.Millisecond
+	timeout = min(max(timeout, time.Second), time.Minute)
+	return context.WithTimeout(context.Background(), timeout)
+}

@@ -1,0 +1,23 @@
+// Package broker serves the Kafka protocol on top of the partition logs (package segment) and the
+// cluster metadata (package coordinator): one file per Kafka API, each opening with the versions it
+// serves, what it does and what it refuses with which error code.
+//
+// Request path: netpoll hands each complete frame to Broker.Serve on its event loop. Serve queues it
+// on the connection's session; a per-connection worker goroutine (started on demand, gone when the
+// queue is empty) parses and handles requests one at a time in arrival order, so two produce requests
+// on one connection append in the order they were sent. A handler never waits for disk durability or
+// new data on the worker: acks=all produces complete from the log's group-commit callback and
+// long-poll fetches from a partition's append notification or their timer; netpoll keeps responses in
+// request order whatever completes first.
+//
+// Invariants:
+//   - Every request gets exactly one Send or Skip on its Responder (Skip only for acks=0 produce).
+//   - The partition registry is a copy-on-write snapshot replaced only by the metadata subscription
+//     goroutine; a partition's log exists on this node iff the node is one of its replicas in the
+//     applied metadata.
+//   - Fetch responses carry record bytes as file ranges (segment.Slice), never copied into the
+//     response buffer by the broker.
+//
+// Lock order: registry.mu, then partition.waiters.mu. No lock is held while calling into segment
+// or coordinator.
+package broker

@@ -1,0 +1,234 @@
+package broker
+
+// Fetch v4-v12. For each partition the broker reads from the batch holding the fetch offset up to the
+// high watermark, within the partition's and the request's byte budgets, always at least one whole
+// batch for the first partition with data (KIP-74). Record bytes go out as file ranges (sendfile), so
+// the response is framed here by hand around them. A fetch with less than min_bytes available waits up
+// to max_wait_ms, woken by appends to any of its partitions. Fetch sessions are declined: every
+// response carries session id 0 so clients send full fetches; a request naming a session id gets
+// FETCH_SESSION_ID_NOT_FOUND. Per partition: unknown UNKNOWN_TOPIC_OR_PARTITION, offset outside
+// [log start, log end] OFFSET_OUT_OF_RANGE, a stale current_leader_epoch FENCED_LEADER_EPOCH, a newer
+// one UNKNOWN_LEADER_EPOCH.
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/netpoll"
+	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+type fetchPartitionResult struct {
+	partition      int32
+	errorCode      int16
+	highWatermark  int64
+	logStartOffset int64
+	slice          segment.Slice
+}
+
+type fetchTopicResult struct {
+	topic      string
+	partitions []fetchPartitionResult
+}
+
+// fetchState is one fetch request between its arrival and its response; it may be evaluated several
+// times while it waits for data.
+type fetchState struct {
+	broker *Broker
+	r      *request
+	req    *kmsg.FetchRequest
+
+	mu struct {
+		sync.Mutex
+		done    bool
+		timer   *time.Timer
+		waiting []*partition
+	}
+}
+
+func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
+	if req.Version >= 7 && req.SessionID != 0 {
+		b.respondFetch(r, req, protocol.FetchSessionIDNotFound.Code, nil)
+		return
+	}
+	f := &fetchState{broker: b, r: r, req: req}
+	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 {
+		results, _, _ := b.evaluateFetch(req)
+		b.respondFetch(r, req, 0, results)
+		return
+	}
+	f.mu.Lock()
+	f.mu.timer = time.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, f.expire)
+	f.mu.Unlock()
+	f.attempt()
+}
+
+// attempt parks on every partition of the request, then evaluates: registering first means an append
+// racing with the evaluation still wakes the fetch.
+func (f *fetchState) attempt() {
+	f.mu.Lock()
+	if f.mu.done {
+		f.mu.Unlock()
+		return
+	}
+	f.parkLocked()
+	f.mu.Unlock()
+	results, total, failed := f.broker.evaluateFetch(f.req)
+	if total >= int64(f.req.MinBytes) || failed {
+		f.finish(results)
+	}
+}
+
+func (f *fetchState) parkLocked() {
+	f.mu.waiting = f.mu.waiting[:0]
+	for _, rt := range f.req.Topics {
+		for _, rp := range rt.Partitions {
+			if p, err := f.broker.registry.partition(rt.Topic, rp.Partition); err == nil {
+				p.awaitAppend(f, f.wake)
+				f.mu.waiting = append(f.mu.waiting, p)
+			}
+		}
+	}
+}
+
+// wake runs on the appending goroutine; it must not block it.
+func (f *fetchState) wake() { go f.attempt() }
+
+func (f *fetchState) expire() {
+	results, _, _ := f.broker.evaluateFetch(f.req)
+	f.finish(results)
+}
+
+// finish sends the response once, and unparks the fetch everywhere.
+func (f *fetchState) finish(results []fetchTopicResult) {
+	f.mu.Lock()
+	if f.mu.done {
+		f.mu.Unlock()
+		return
+	}
+	f.mu.done = true
+	f.mu.timer.Stop()
+	waiting := f.mu.waiting
+	f.mu.waiting = nil
+	f.mu.Unlock()
+	for _, p := range waiting {
+		p.cancelAwait(f)
+	}
+	f.broker.respondFetch(f.r, f.req, 0, results)
+}
+
+// evaluateFetch reads what each partition has for the request, within the budgets. It reports the
+// record bytes found and whether any partition failed (errors are answered at once).
+func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int64, bool) {
+	remaining := int64(req.MaxBytes)
+	if req.Version < 3 || remaining <= 0 {
+		remaining = 1<<31 - 1
+	}
+	var total int64
+	failed := false
+	results := make([]fetchTopicResult, 0, len(req.Topics))
+	for _, rt := range req.Topics {
+		topic := fetchTopicResult{topic: rt.Topic, partitions: make([]fetchPartitionResult, 0, len(rt.Partitions))}
+		for _, rp := range rt.Partitions {
+			result := fetchPartitionResult{partition: rp.Partition, highWatermark: -1, logStartOffset: -1}
+			p, err := b.registry.partition(rt.Topic, rp.Partition)
+			if err != nil {
+				result.errorCode = protocol.CodeFor(err)
+				failed = true
+				topic.partitions = append(topic.partitions, result)
+				continue
+			}
+			log := p.log
+			result.highWatermark = log.LogEndOffset()
+			result.logStartOffset = log.LogStartOffset()
+			if epoch := p.state.Load().leaderEpoch; req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != epoch {
+				result.errorCode = protocol.FencedLeaderEpoch.Code
+				if rp.CurrentLeaderEpoch > epoch {
+					result.errorCode = protocol.UnknownLeaderEpoch.Code
+				}
+				failed = true
+				topic.partitions = append(topic.partitions, result)
+				continue
+			}
+			budget := min(int64(rp.PartitionMaxBytes), remaining)
+			if total == 0 {
+				budget = max(budget, 1) // KIP-74: the first batch found goes out whatever its size
+			}
+			if budget > 0 {
+				slice, err := log.Slice(rp.FetchOffset, budget, result.highWatermark)
+				switch {
+				case errors.Is(err, segment.ErrOffsetOutOfRange):
+					result.errorCode = protocol.OffsetOutOfRange.Code
+					failed = true
+				case err != nil:
+					b.logger.Error("fetch read", "topic", rt.Topic, "partition", rp.Partition, "offset", rp.FetchOffset, "err", err)
+					result.errorCode = protocol.KafkaStorageError.Code
+					failed = true
+				default:
+					result.slice = slice
+					total += slice.Size
+					remaining -= slice.Size
+				}
+			}
+			topic.partitions = append(topic.partitions, result)
+		}
+		results = append(results, topic)
+	}
+	return results, total, failed
+}
+
+// respondFetch frames the response by hand: header and fields in byte chunks, records as file
+// chunks between them.
+func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int16, results []fetchTopicResult) {
+	version := req.Version
+	flexible := version >= 12
+	buf := protocol.AppendResponseHeader(make([]byte, 0, 256), r.header)
+	buf = appendInt32(buf, 0) // throttle
+	if version >= 7 {
+		buf = appendInt16(buf, errorCode)
+		buf = appendInt32(buf, 0) // session id: sessions declined
+	}
+	var chunks []netpoll.Chunk
+	var sent int64
+	buf = appendArrayLength(buf, len(results), flexible)
+	for _, topic := range results {
+		buf = appendString(buf, topic.topic, flexible)
+		buf = appendArrayLength(buf, len(topic.partitions), flexible)
+		for _, p := range topic.partitions {
+			buf = appendInt32(buf, p.partition)
+			buf = appendInt16(buf, p.errorCode)
+			buf = appendInt64(buf, p.highWatermark)
+			buf = appendInt64(buf, p.highWatermark) // last stable offset: no transactions
+			if version >= 5 {
+				buf = appendInt64(buf, p.logStartOffset)
+			}
+			if req.IsolationLevel == 1 {
+				buf = appendArrayLength(buf, 0, flexible) // read_committed: no aborted transactions
+			} else {
+				buf = appendArrayLength(buf, -1, flexible)
+			}
+			if version >= 11 {
+				buf = appendInt32(buf, -1) // preferred read replica
+			}
+			buf = appendBytesLength(buf, int(p.slice.Size), flexible)
+			if p.slice.Size > 0 {
+				chunks = append(chunks, netpoll.Chunk{Bytes: buf}, netpoll.Chunk{File: p.slice.File, FileOffset: p.slice.Position, FileLength: p.slice.Size})
+				sent += p.slice.Size
+				buf = make([]byte, 0, 128)
+			}
+			buf = appendNoTags(buf, flexible)
+		}
+		buf = appendNoTags(buf, flexible)
+	}
+	buf = appendNoTags(buf, flexible)
+	chunks = append(chunks, netpoll.Chunk{Bytes: buf})
+	b.metrics.fetchedBytes.Add(int(sent))
+	if errorCode != 0 {
+		r.failed()
+	}
+	r.send(chunks...)
+}

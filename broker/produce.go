@@ -1,0 +1,191 @@
+package broker
+
+// Produce v3-v9 (record batch v2 only). Each partition's batches are validated (structure, CRC,
+// record count) and appended with one write; the log assigns offsets. acks=0 gets no response,
+// acks=1 is answered once the batches are in the page cache, acks=-1 once they are fdatasynced (group
+// commit: many producers share one fsync). Refusals: acks outside {-1,0,1} INVALID_REQUIRED_ACKS; a
+// batch above the topic's max.message.bytes MESSAGE_TOO_LARGE; bad CRC, magic other than 2 or broken
+// structure CORRUPT_MESSAGE; record count disagreeing with the offset delta, or a control batch sent
+// by a client, INVALID_RECORD; acks=-1 with fewer in-sync replicas than min.insync.replicas
+// NOT_ENOUGH_REPLICAS; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a failed log
+// KAFKA_STORAGE_ERROR; transactional producers (not served) TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	refuse := func(code int16) {
+		for _, rt := range req.Topics {
+			t := kmsg.NewProduceResponseTopic()
+			t.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewProduceResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, code
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		r.failed()
+		if req.Acks == 0 {
+			r.skip()
+			return
+		}
+		r.respond(resp)
+	}
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		refuse(protocol.InvalidRequiredAcks.Code)
+		return
+	}
+	if req.TransactionID != nil {
+		refuse(protocol.TransactionalIDAuthorizationFailed.Code)
+		return
+	}
+
+	type pendingFlush struct {
+		log        *segment.Log
+		lastOffset int64
+		result     *kmsg.ProduceResponseTopicPartition
+	}
+	var flushes []pendingFlush
+	anyError := false
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic = rt.Topic
+		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for i, rp := range rt.Partitions {
+			result := &t.Partitions[i]
+			*result = kmsg.NewProduceResponseTopicPartition()
+			result.Partition = rp.Partition
+			p, appended, err := b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks)
+			if p != nil {
+				result.LogStartOffset = p.log.LogStartOffset()
+			}
+			if err != nil {
+				result.ErrorCode = protocol.CodeFor(err)
+				if req.Version >= 8 {
+					result.ErrorMessage = errorMessage(err)
+				}
+				anyError = true
+				continue
+			}
+			result.BaseOffset = appended.BaseOffset
+			if req.Acks == -1 {
+				flushes = append(flushes, pendingFlush{log: p.log, lastOffset: appended.LastOffset, result: result})
+			}
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	if anyError {
+		r.failed()
+	}
+	switch {
+	case req.Acks == 0:
+		r.skip()
+	case len(flushes) == 0:
+		r.respond(resp)
+	default:
+		// Respond when every partition's append is durable, or at the request timeout.
+		var mu sync.Mutex
+		remaining := len(flushes)
+		answered := false
+		finish := func() {
+			answered = true
+			r.respond(resp)
+		}
+		var timer *time.Timer
+		if req.TimeoutMillis > 0 {
+			timer = time.AfterFunc(time.Duration(req.TimeoutMillis)*time.Millisecond, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if answered {
+					return
+				}
+				for _, f := range flushes {
+					if f.result.ErrorCode == 0 && f.log.FlushedOffset() <= f.lastOffset {
+						f.result.ErrorCode = protocol.RequestTimedOut.Code
+					}
+				}
+				r.failed()
+				finish()
+			})
+		}
+		for _, f := range flushes {
+			f.log.NotifyFlushed(f.lastOffset, func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if answered {
+					return
+				}
+				if err != nil {
+					f.result.ErrorCode = protocol.KafkaStorageError.Code
+					r.failed()
+				}
+				if remaining--; remaining == 0 {
+					if timer != nil {
+						timer.Stop()
+					}
+					finish()
+				}
+			})
+		}
+	}
+}
+
+// produceToPartition checks and appends one partition's batches.
+func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16) (*partition, segment.AppendResult, error) {
+	p, err := b.registry.partition(topic, index)
+	if err != nil {
+		return nil, segment.AppendResult{}, err
+	}
+	state := p.state.Load()
+	if len(records) == 0 {
+		return p, segment.AppendResult{}, fmt.Errorf("broker: produce to %s-%d without records: %w", topic, index, protocol.CorruptMessage)
+	}
+	for position := 0; position+batch.HeaderSize <= len(records); {
+		h, err := batch.ParseHeader(records[position:])
+		if err != nil {
+			break // Append reports it precisely
+		}
+		if h.Size() > int(state.maxMessageBytes) {
+			return p, segment.AppendResult{}, fmt.Errorf("broker: batch of %d bytes over max.message.bytes %d: %w", h.Size(), state.maxMessageBytes, protocol.MessageTooLarge)
+		}
+		if h.IsControl() {
+			return p, segment.AppendResult{}, fmt.Errorf("broker: clients may not send control batches: %w", protocol.InvalidRecord)
+		}
+		position += h.Size()
+	}
+	if acks == -1 && state.isrSize < state.minInsync {
+		return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", state.isrSize, state.minInsync, protocol.NotEnoughReplicas)
+	}
+	appended, err := p.log.Append(records, state.leaderEpoch)
+	if err != nil {
+		return p, appended, fmt.Errorf("broker: append to %s-%d: %w", topic, index, appendErrorCode(err))
+	}
+	b.metrics.producedBytes.Add(len(records))
+	b.metrics.producedRecords.Add(int(appended.LastOffset - appended.BaseOffset + 1))
+	p.appended()
+	return p, appended, nil
+}
+
+func appendErrorCode(err error) error {
+	switch {
+	case errors.Is(err, batch.ErrInvalidRecord):
+		return fmt.Errorf("%w: %w", protocol.InvalidRecord, err)
+	case errors.Is(err, batch.ErrCorrupt), errors.Is(err, batch.ErrTruncated), errors.Is(err, batch.ErrUnsupportedMagic):
+		return fmt.Errorf("%w: %w", protocol.CorruptMessage, err)
+	case errors.Is(err, segment.ErrClosed):
+		return fmt.Errorf("%w: %w", protocol.NotLeaderOrFollower, err)
+	}
+	return fmt.Errorf("%w: %w", protocol.KafkaStorageError, err)
+}

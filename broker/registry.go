@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+// registry maps topics to the partitions this broker serves. It follows the coordinator's metadata:
+// apply runs on the subscription goroutine only, and publishes copy-on-write snapshots.
+type registry struct {
+	nodeID          int32
+	dir             string
+	logDefaults     segment.Config
+	maxMessageBytes int32
+	logger          *slog.Logger
+
+	topics atomic.Pointer[map[string]*topicState]
+
+	applied struct {
+		sync.Mutex
+		version uint64
+		changed chan struct{} // closed and replaced on every apply
+		closed  bool
+	}
+}
+
+func newRegistry(nodeID int32, dir string, logDefaults segment.Config, maxMessageBytes int32, logger *slog.Logger) *registry {
+	r := &registry{nodeID: nodeID, dir: dir, logDefaults: logDefaults, maxMessageBytes: maxMessageBytes, logger: logger}
+	empty := map[string]*topicState{}
+	r.topics.Store(&empty)
+	r.applied.changed = make(chan struct{})
+	return r
+}
+
+func (r *registry) snapshot() map[string]*topicState { return *r.topics.Load() }
+
+// partition finds a local partition, or the Kafka error to answer.
+func (r *registry) partition(topic string, index int32) (*partition, error) {
+	t, ok := r.snapshot()[topic]
+	if !ok || index < 0 || int(index) >= len(t.partitions) {
+		return nil, fmt.Errorf("broker: %s-%d: %w", topic, index, protocol.UnknownTopicOrPartition)
+	}
+	p := t.partitions[index]
+	if p == nil {
+		return nil, fmt.Errorf("broker: %s-%d is not on node %d: %w", topic, index, r.nodeID, protocol.NotLeaderOrFollower)
+	}
+	if p.state.Load().leader != r.nodeID {
+		return nil, fmt.Errorf("broker: node %d does not lead %s-%d: %w", r.nodeID, topic, index, protocol.NotLeaderOrFollower)
+	}
+	return p, nil
+}
+
+func (r *registry) partitionDir(topic string, index int32) string {
+	return filepath.Join(r.dir, fmt.Sprintf("%s-%d", topic, index))
+}
+
+// apply brings the local logs in line with the new metadata: deleted topics lose their logs, new
+// partitions get theirs, config and leadership changes reach the existing ones.
+func (r *registry) apply(old, latest *coordinator.Metadata) {
+	current := r.snapshot()
+	next := make(map[string]*topicState, len(latest.Topics))
+	for name, t := range current {
+		meta, ok := latest.Topics[name]
+		if ok && meta.ID == t.meta.ID {
+			next[name] = t
+			continue
+		}
+		for _, p := range t.partitions {
+			if p == nil {
+				continue
+			}
+			p.appended() // parked fetches re-check and find the topic gone
+			if err := p.log.Delete(); err != nil {
+				r.logger.Error("delete partition log", "topic", name, "partition", p.index, "err", err)
+			}
+		}
+		r.logger.Info("topic deleted", "topic", name)
+	}
+	for name, meta := range latest.Topics {
+		t, ok := next[name]
+		if !ok {
+			t = &topicState{}
+			r.logger.Info("topic created", "topic", name, "partitions", len(meta.Partitions))
+		}
+		updated := &topicState{meta: meta, partitions: slices.Clone(t.partitions)}
+		logCfg, err := topicLogConfig(r.logDefaults, meta.Configs)
+		if err != nil {
+			r.logger.Error("topic config unusable, using broker defaults", "topic", name, "err", err)
+			logCfg = r.logDefaults
+		}
+		for len(updated.partitions) < len(meta.Partitions) {
+			updated.partitions = append(updated.partitions, nil)
+		}
+		for i, pm := range meta.Partitions {
+			state := &partitionState{
+				leader:          pm.Leader,
+				leaderEpoch:     pm.LeaderEpoch,
+				maxMessageBytes: topicMaxMessageBytes(r.maxMessageBytes, meta.Configs),
+				minInsync:       topicMinInsync(meta.Configs),
+				isrSize:         len(pm.ISR),
+			}
+			p := updated.partitions[i]
+			if p == nil {
+				if !slices.Contains(pm.Replicas, r.nodeID) {
+					continue
+				}
+				log, err := segment.Open(r.partitionDir(name, int32(i)), logCfg)
+				if err != nil {
+					r.logger.Error("open partition log", "topic", name, "partition", i, "err", err)
+					continue
+				}
+				p = &partition{topic: name, index: int32(i), topicID: meta.ID, log: log}
+			} else if err := p.log.SetConfig(logCfg); err != nil {
+				r.logger.Error("apply topic config", "topic", name, "partition", i, "err", err)
+			}
+			p.state.Store(state)
+			updated.partitions[i] = p
+		}
+		next[name] = updated
+	}
+	r.topics.Store(&next)
+	r.applied.Lock()
+	r.applied.version = latest.Version
+	close(r.applied.changed)
+	r.applied.changed = make(chan struct{})
+	r.applied.Unlock()
+}
+
+// waitVersion blocks until metadata at least as new as version has been applied locally.
+func (r *registry) waitVersion(ctx context.Context, version uint64) error {
+	for {
+		r.applied.Lock()
+		done, changed := r.applied.version >= version, r.applied.changed
+		r.applied.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("broker: wait for metadata version %d: %w", version, ctx.Err())
+		}
+	}
+}
+
+// forEach calls fn for every local partition.
+func (r *registry) forEach(fn func(*partition)) {
+	for _, t := range r.snapshot() {
+		for _, p := range t.partitions {
+			if p != nil {
+				fn(p)
+			}
+		}
+	}
+}
+
+// closeAll closes every log cleanly.
+func (r *registry) closeAll() {
+	r.forEach(func(p *partition) {
+		p.appended()
+		if err := p.log.Close(); err != nil {
+			r.logger.Error("close partition log", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	})
+	empty := map[string]*topicState{}
+	r.topics.Store(&empty)
+}

@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sluice-mq/sluice/netpoll"
+)
+
+// session is one client connection's queue of requests. Requests are handled one at a time, in
+// arrival order, by a worker goroutine that exists only while the queue is non-empty.
+type session struct {
+	broker *Broker
+	conn   *netpoll.Conn
+
+	mu struct {
+		sync.Mutex
+		queue   []queuedRequest
+		running bool
+	}
+}
+
+type queuedRequest struct {
+	frame    []byte
+	res      *netpoll.Responder
+	received time.Time
+}
+
+// Opened implements netpoll.Handler.
+func (b *Broker) Opened(conn *netpoll.Conn) {
+	conn.SetContext(&session{broker: b, conn: conn})
+}
+
+// Closed implements netpoll.Handler. Queued requests still run; their responses are dropped.
+func (b *Broker) Closed(conn *netpoll.Conn) {}
+
+// Serve implements netpoll.Handler: it runs on the event loop and only queues.
+func (b *Broker) Serve(conn *netpoll.Conn, frame []byte, res *netpoll.Responder) {
+	s, ok := conn.Context().(*session)
+	if !ok {
+		s = &session{broker: b, conn: conn}
+		conn.SetContext(s)
+	}
+	s.mu.Lock()
+	s.mu.queue = append(s.mu.queue, queuedRequest{frame: frame, res: res, received: time.Now()})
+	start := !s.mu.running
+	s.mu.running = true
+	s.mu.Unlock()
+	if start {
+		go s.drain()
+	}
+}
+
+func (s *session) drain() {
+	for {
+		s.mu.Lock()
+		if len(s.mu.queue) == 0 {
+			s.mu.running = false
+			s.mu.queue = nil
+			s.mu.Unlock()
+			return
+		}
+		next := s.mu.queue[0]
+		s.mu.queue[0] = queuedRequest{}
+		s.mu.queue = s.mu.queue[1:]
+		s.mu.Unlock()
+		s.broker.handle(s, next)
+	}
+}

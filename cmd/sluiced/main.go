@@ -1,0 +1,209 @@
+// Command sluiced is the sluice broker daemon. Every flag can also be set through an environment
+// variable named SLUICE_ and the flag's name in upper case with dashes as underscores
+// (--data-dir: SLUICE_DATA_DIR); a flag on the command line wins over the environment.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "sluiced:", err)
+		os.Exit(2)
+	}
+}
+
+type options struct {
+	broker    broker.Config
+	http      string
+	logLevel  string
+	logFormat string
+	flush     string
+}
+
+func parseFlags(args []string, output io.Writer) (options, error) {
+	cfg := broker.DefaultConfig()
+	opts := options{broker: cfg}
+	fs := flag.NewFlagSet("sluiced", flag.ContinueOnError)
+	fs.SetOutput(output)
+	b := &opts.broker
+	var nodeID int
+	var partitions, replication int
+	var maxMessageBytes int
+	var retentionBytes int64
+	fs.StringVar(&b.DataDir, "data-dir", cfg.DataDir, "directory for metadata and partition logs")
+	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port)")
+	fs.StringVar(&b.Advertise, "advertise", "", "address given to clients in metadata (host:port); default: the listener's")
+	fs.StringVar(&b.RaftListen, "raft-listen", cfg.RaftListen, "metadata Raft transport address (host:port, port 0 picks one)")
+	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz and /debug/pprof (empty: off)")
+	fs.IntVar(&nodeID, "node-id", int(cfg.NodeID), "this broker's node id")
+	fs.IntVar(&partitions, "default-partitions", int(cfg.DefaultPartitions), "partitions of auto-created topics and of CreateTopics asking for -1")
+	fs.IntVar(&replication, "default-replication-factor", int(cfg.DefaultReplicationFactor), "replication factor of auto-created topics and of CreateTopics asking for -1")
+	fs.BoolVar(&b.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics named in metadata requests")
+	fs.IntVar(&maxMessageBytes, "max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted")
+	fs.Int64Var(&b.Log.SegmentBytes, "segment-bytes", cfg.Log.SegmentBytes, "default segment.bytes: segment file size (preallocated)")
+	fs.DurationVar(&b.Log.SegmentAge, "segment-age", cfg.Log.SegmentAge, "default segment.ms: roll a segment this old")
+	fs.DurationVar(&b.Log.RetentionTime, "retention", cfg.Log.RetentionTime, "default retention.ms as a duration (negative: keep forever)")
+	fs.Int64Var(&retentionBytes, "retention-bytes", cfg.Log.RetentionBytes, "default retention.bytes per partition (-1: no limit)")
+	fs.DurationVar(&b.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs")
+	fs.StringVar(&opts.flush, "flush", cfg.Log.Flush.String(), "flush policy: os (kernel writeback; acks=all still fsyncs), append (group commit after appends) or interval")
+	fs.DurationVar(&b.Log.FlushInterval, "flush-interval", cfg.Log.FlushInterval, "fsync period for --flush=interval")
+	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
+	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: sluiced [flags]\n\nsluice broker: serves the Kafka protocol. Each flag may also be set as SLUICE_<FLAG> in the\nenvironment (for example SLUICE_DATA_DIR=/var/lib/sluice).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	// Environment first, so command-line flags override it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "SLUICE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if value, ok := os.LookupEnv(name); ok && envErr == nil {
+			if err := f.Value.Set(value); err != nil {
+				envErr = fmt.Errorf("environment %s=%q: %w", name, value, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return opts, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	if fs.NArg() > 0 {
+		return opts, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if nodeID < 0 || nodeID > 1<<31-1 {
+		return opts, fmt.Errorf("--node-id %d out of range", nodeID)
+	}
+	b.NodeID = int32(nodeID)
+	b.DefaultPartitions, b.DefaultReplicationFactor = int32(partitions), int16(replication)
+	if partitions > 1<<31-1 || replication > 1<<15-1 || maxMessageBytes > 1<<31-1 {
+		return opts, errors.New("--default-partitions, --default-replication-factor or --max-message-bytes out of range")
+	}
+	b.MaxMessageBytes = int32(maxMessageBytes)
+	b.Log.RetentionBytes = retentionBytes
+	if b.Log.RetentionTime < 0 {
+		b.Log.RetentionTime = -1
+	}
+	policy, err := segment.ParseFlushPolicy(opts.flush)
+	if err != nil {
+		return opts, fmt.Errorf("--flush: %w", err)
+	}
+	b.Log.Flush = policy
+	if err := b.Validate(); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+func newLogger(opts options, output io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(opts.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	handlerOptions := &slog.HandlerOptions{Level: level}
+	switch opts.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(output, handlerOptions)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(output, handlerOptions)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", opts.logFormat)
+}
+
+func run(args []string, output io.Writer) error {
+	opts, err := parseFlags(args, output)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(opts, output)
+	if err != nil {
+		return err
+	}
+	set := metrics.NewSet()
+	opts.broker.Metrics = set
+	opts.broker.Logger = logger
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	var ready atomic.Bool
+	var httpServer *http.Server
+	if opts.http != "" {
+		listener, err := net.Listen("tcp", opts.http)
+		if err != nil {
+			return fmt.Errorf("--http %s: %w", opts.http, err)
+		}
+		httpServer = &http.Server{Handler: httpHandler(set, &ready), ReadHeaderTimeout: 10 * time.Second}
+		go httpServer.Serve(listener)
+		logger.Info("http serving", "address", listener.Addr().String())
+	}
+	startCtx, cancelStart := context.WithTimeout(ctx, time.Minute)
+	b, err := broker.Start(startCtx, opts.broker)
+	cancelStart()
+	if err != nil {
+		return err
+	}
+	set.RegisterMetricsWriter(b.WriteMetrics)
+	ready.Store(true)
+	<-ctx.Done()
+	logger.Info("shutting down")
+	ready.Store(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = b.Close(shutdownCtx)
+	if httpServer != nil {
+		httpServer.Shutdown(shutdownCtx)
+	}
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped cleanly")
+	return nil
+}
+
+func httpHandler(set *metrics.Set, ready *atomic.Bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		set.WritePrometheus(w)
+		metrics.WriteProcessMetrics(w)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
