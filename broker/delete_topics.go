@@ -74,4 +74,3 @@ func (b *Broker) handleDeleteTopics(r *request, req *kmsg.DeleteTopicsRequest) {
 	}
 	r.respond(resp)
 }
-
