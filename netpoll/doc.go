@@ -64,5 +64,6 @@
 // server budget; Server.wakeGate keeps wakes off pollers that are shutting down. The two are
 // never held together. Everything in Conn.loop is touched only by the connection's event loop.
 //
-// netpoll is Linux-only: it uses sendfile(2) and epoll directly.
+// netpoll is Linux-only: it uses sendfile(2) and epoll directly. On other systems the package
+// builds but Listen returns an error.
 package netpoll

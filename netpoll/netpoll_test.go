@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +46,9 @@ func TestConnHooksAndContext(t *testing.T) {
 	conn := <-opened
 	if conn.RemoteAddr().String() != client.conn.LocalAddr().String() || conn.ID() == 0 {
 		t.Fatalf("conn remote %v id %d, client local %v", conn.RemoteAddr(), conn.ID(), client.conn.LocalAddr())
+	}
+	if conn.LocalAddr().String() != server.Addr().String() {
+		t.Fatalf("conn local %v, server %v", conn.LocalAddr(), server.Addr())
 	}
 	_ = client.conn.Close()
 	if got := <-closed; got != conn {
@@ -289,4 +293,40 @@ func TestConfigValidate(t *testing.T) {
 	broken(func(c *Config) { c.MaxServerInFlightBytes = int64(c.MaxFrameBytes) - 1 })
 	broken(func(c *Config) { c.EventLoops = -1 })
 	broken(func(c *Config) { c.MaxBufferedOutboundBytes = 0 })
+}
+
+func TestConnCloseAfterResponsesWritten(t *testing.T) {
+	handler := &testHandler{serve: func(conn *Conn, frame []byte, res *Responder) {
+		go func() {
+			res.Send(Chunk{Bytes: frame})
+			if string(frame) == "bye" {
+				conn.Close()
+			}
+		}()
+	}}
+	server := startServer(t, testConfig(t), handler)
+	client := dial(t, server)
+	client.send([]byte("hello"))
+	client.send([]byte("bye"))
+	for _, want := range []string{"hello", "bye"} {
+		if got := string(client.mustReadFrame()); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	client.awaitClosed()
+}
+
+func TestCloseStopsEveryGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	server, err := Listen(testConfig(t), echoHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dial(t, server)
+	client.send([]byte("x"))
+	client.mustReadFrame()
+	if err := server.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "server goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
 }

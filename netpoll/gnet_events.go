@@ -1,0 +1,150 @@
+package netpoll
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// eventHandler adapts gnet's callbacks to the Server.
+type eventHandler struct {
+	gnet.BuiltinEventEngine
+	server *Server
+	booted chan<- error
+}
+
+func (h *eventHandler) OnBoot(engine gnet.Engine) gnet.Action {
+	s := h.server
+	s.engine = engine
+	address, err := listenerAddress(engine)
+	if err != nil {
+		h.booted <- fmt.Errorf("netpoll: listen on %s: %w", s.config.Address, err)
+		return gnet.Shutdown
+	}
+	s.address = address
+	h.booted <- nil
+	return gnet.None
+}
+
+// listenerAddress asks the kernel which address the engine's listener is bound to.
+func listenerAddress(engine gnet.Engine) (*net.TCPAddr, error) {
+	descriptor, err := engine.Dup()
+	if err != nil {
+		return nil, fmt.Errorf("dup listener: %w", err)
+	}
+	defer unix.Close(descriptor)
+	socketAddress, err := unix.Getsockname(descriptor)
+	if err != nil {
+		return nil, fmt.Errorf("getsockname: %w", err)
+	}
+	address := tcpAddress(socketAddress)
+	if address == nil {
+		return nil, errors.New("listener is not a TCP socket")
+	}
+	return address, nil
+}
+
+// tcpAddress converts a kernel socket address to a *net.TCPAddr, or nil if it is not IP.
+func tcpAddress(socketAddress unix.Sockaddr) *net.TCPAddr {
+	switch address := socketAddress.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(address.Addr[:]).To16(), Port: address.Port}
+	case *unix.SockaddrInet6:
+		zone := ""
+		if address.ZoneId != 0 {
+			if iface, err := net.InterfaceByIndex(int(address.ZoneId)); err == nil {
+				zone = iface.Name
+			}
+		}
+		return &net.TCPAddr{IP: net.IP(address.Addr[:]), Port: address.Port, Zone: zone}
+	default:
+		return nil
+	}
+}
+
+func (h *eventHandler) OnShutdown(gnet.Engine) {
+	// From here the pollers are about to close; no more Wakes.
+	h.server.stopWakes()
+}
+
+func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
+	s := h.server
+	c := &Conn{
+		server:     s,
+		gnetConn:   gnetConn,
+		id:         s.nextConnectionID.Add(1),
+		remoteAddr: gnetConn.RemoteAddr(),
+		localAddr:  s.address, // gnet reports the configured address, port 0 included
+	}
+	if local, err := unix.Getsockname(gnetConn.Fd()); err == nil {
+		if address := tcpAddress(local); address != nil {
+			c.localAddr = address
+		}
+	}
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		return nil, gnet.Close
+	}
+	s.mu.connections[c.id] = c
+	s.mu.Unlock()
+	gnetConn.SetContext(c)
+	s.metrics.connections.Inc()
+	s.handler.Opened(c)
+	return nil, gnet.None
+}
+
+func (h *eventHandler) OnTraffic(gnetConn gnet.Conn) gnet.Action {
+	c, ok := gnetConn.Context().(*Conn)
+	if !ok {
+		return gnet.Close
+	}
+	return c.process()
+}
+
+func (h *eventHandler) OnClose(gnetConn gnet.Conn, err error) gnet.Action {
+	c, ok := gnetConn.Context().(*Conn)
+	if !ok {
+		return gnet.None // refused in OnOpen
+	}
+	s := h.server
+	if err != nil {
+		s.logger.Debug("netpoll: connection closed", "remote", c.remoteAddr, "err", err)
+	}
+	c.closed()
+	s.metrics.connections.Dec()
+	s.handler.Closed(c)
+	s.mu.Lock()
+	delete(s.mu.connections, c.id)
+	s.signalDrainedLocked()
+	s.mu.Unlock()
+	return gnet.None
+}
+
+// gnetLogger routes gnet's logs to the server's slog.Logger.
+type gnetLogger struct{ logger *slog.Logger }
+
+func (l gnetLogger) Debugf(format string, args ...any) {
+	l.logger.Debug("gnet: " + fmt.Sprintf(format, args...))
+}
+
+func (l gnetLogger) Infof(format string, args ...any) {
+	l.logger.Debug("gnet: " + fmt.Sprintf(format, args...))
+}
+
+func (l gnetLogger) Warnf(format string, args ...any) {
+	l.logger.Warn("gnet: " + fmt.Sprintf(format, args...))
+}
+
+func (l gnetLogger) Errorf(format string, args ...any) {
+	l.logger.Error("gnet: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf logs without exiting: library code never ends the process.
+func (l gnetLogger) Fatalf(format string, args ...any) {
+	l.logger.Error("gnet: fatal: " + fmt.Sprintf(format, args...))
+}
