@@ -55,6 +55,18 @@
 // requests, waits for every request already handed to Serve to be answered and written, then
 // closes the connections and stops the loops. When ctx ends first, the outstanding requests
 // are retired with ErrConnectionClosed and Close still stops everything before returning.
+// Close must not be called from a Handler method (it waits for the event loops).
+// Conn.Close does the same for one connection: no further requests are decoded and the
+// connection closes once the requests already served are answered and written.
+//
+// # Metrics
+//
+// Registered in Config.Metrics: sluice_net_bytes_in_total, sluice_net_bytes_out_total (bytes
+// handed to the kernel or queued in gnet's outbound buffer), sluice_net_sendfile_bytes_total,
+// sluice_net_copied_file_bytes_total, sluice_net_frames_rejected_total,
+// sluice_net_output_parks_total (times output waited for a slow reader's socket) and the
+// gauge sluice_net_connections. Servers sharing a set share the series; the Server accessors
+// (SendfileBytes, CopiedFileBytes) are per server.
 //
 // # Goroutines and locks
 //

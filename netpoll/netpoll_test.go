@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -329,4 +330,29 @@ func TestCloseStopsEveryGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, "server goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestInvalidResponseClosesConnectionAfterEarlierOnes(t *testing.T) {
+	secondPanicked := make(chan bool, 1)
+	handler := &testHandler{serve: func(_ *Conn, frame []byte, res *Responder) {
+		if string(frame) == "ok" {
+			res.Send(Chunk{Bytes: frame})
+			func() {
+				defer func() { secondPanicked <- recover() != nil }()
+				res.Skip()
+			}()
+			return
+		}
+		res.Send(Chunk{File: os.Stdin, FileLength: -1})
+	}}
+	server := startServer(t, testConfig(t), handler)
+	client := dial(t, server)
+	client.write(append(frame([]byte("ok")), frame([]byte("bad"))...))
+	if got := string(client.mustReadFrame()); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	client.awaitClosed()
+	if !<-secondPanicked {
+		t.Fatal("answering a request twice did not panic")
+	}
 }

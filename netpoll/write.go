@@ -43,6 +43,9 @@ func (c *Conn) flush() gnet.Action {
 				continue
 			}
 			if next.invalid != nil {
+				if action := c.writeBatch(); action != gnet.None || state.closed {
+					return action // earlier responses go out before the connection closes
+				}
 				c.server.logger.Error("netpoll: closing connection: handler sent an invalid response",
 					"remote", c.remoteAddr, "err", next.invalid)
 				return gnet.Close
