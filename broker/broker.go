@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
@@ -29,9 +30,11 @@ type Broker struct {
 	apis        apiTable
 
 	unsubscribe func()
-	stop        chan struct{}
-	background  sync.WaitGroup
-	closeOnce   sync.Once
+	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
+	closing    atomic.Bool
+	stop       chan struct{}
+	background sync.WaitGroup
+	closeOnce  sync.Once
 }
 
 // Start opens the metadata store and the logs, then listens. It returns once the broker serves.
@@ -125,6 +128,8 @@ func (b *Broker) SendfileBytes() uint64 { return b.server.SendfileBytes() }
 func (b *Broker) Close(ctx context.Context) error {
 	var errs []error
 	b.closeOnce.Do(func() {
+		b.closing.Store(true)
+		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))

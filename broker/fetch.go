@@ -56,7 +56,7 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 		return
 	}
 	f := &fetchState{broker: b, r: r, req: req}
-	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 {
+	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
 		results, _, _ := b.evaluateFetch(req)
 		b.respondFetch(r, req, 0, results)
 		return
@@ -78,7 +78,7 @@ func (f *fetchState) attempt() {
 	f.parkLocked()
 	f.mu.Unlock()
 	results, total, failed := f.broker.evaluateFetch(f.req)
-	if total >= int64(f.req.MinBytes) || failed {
+	if total >= int64(f.req.MinBytes) || failed || f.broker.closing.Load() {
 		f.finish(results)
 	}
 }
