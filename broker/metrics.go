@@ -42,15 +42,20 @@ func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 	}
 }
 
+// unknownAPIKey stands for every API key kmsg does not know, in byAPI.
+const unknownAPIKey int16 = -1
+
 func (m *brokerMetrics) api(key int16) *apiMetrics {
+	name := kmsg.NameForKey(key)
+	if name == "Unknown" {
+		// kmsg names every key it does not know "Unknown". They share one series: registering the
+		// name again for a second unknown key would panic, and clients must not mint series.
+		key = unknownAPIKey
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a, ok := m.byAPI[key]; ok {
 		return a
-	}
-	name := kmsg.NameForKey(key)
-	if name == "" {
-		name = fmt.Sprintf("key%d", key)
 	}
 	a := &apiMetrics{
 		requests: m.set.NewCounter(fmt.Sprintf(`sluice_requests_total{api=%q}`, name)),
