@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"reflect"
 	"time"
 
@@ -133,8 +134,9 @@ func (b *Broker) closeFor(r *request, reason string) {
 }
 
 // answerUnserved answers a request kind the broker does not serve (and does not advertise) with
-// UNSUPPORTED_VERSION in the response's top-level error code. Responses without one cannot carry
-// the refusal, so the connection is closed instead, as Kafka does for what it cannot answer.
+// UNSUPPORTED_VERSION in the response's top-level error code. Responses without one at the
+// request's version cannot carry the refusal, so the connection is closed instead, as Kafka does for
+// what it cannot answer.
 func (b *Broker) answerUnserved(r *request, req kmsg.Request) {
 	resp := req.ResponseKind()
 	field := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
@@ -142,7 +144,15 @@ func (b *Broker) answerUnserved(r *request, req kmsg.Request) {
 		b.closeFor(r, "api not served")
 		return
 	}
+	// Some responses have the field only at some versions (FindCoordinator v0-v3, OffsetFetch v2-v7):
+	// where it is not encoded, the answer would read as a success.
+	resp.SetVersion(r.header.APIVersion)
+	withoutCode := resp.AppendTo(nil)
 	field.SetInt(int64(protocol.UnsupportedVersion.Code))
+	if bytes.Equal(withoutCode, resp.AppendTo(nil)) {
+		b.closeFor(r, "api not served, and its response has no error code at this version")
+		return
+	}
 	r.failed()
 	r.respond(resp)
 }
