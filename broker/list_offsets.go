@@ -1,14 +1,18 @@
 package broker
 
 // ListOffsets v0-v7: latest (-1: the high watermark, which is also the last stable offset here),
-// earliest (-2: the log start) and by timestamp (the first batch whose max timestamp reaches it; -1
-// when none does). Max-timestamp lookups (-3, v7) are answered with offset -1, as for a topic without
+// earliest (-2: the log start) and by timestamp (the first record whose timestamp reaches it, found
+// through the time index and, inside a compressed batch, rounded down to the batch; -1 when none does). Max-timestamp lookups (-3, v7) are answered with offset -1, as for a topic without
 // records, since the log does not yet track where its largest timestamp lies. v0 answers in the old
 // style (a list holding one offset). Unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a stale
 // current_leader_epoch FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH.
 
 import (
+	"encoding/binary"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/batch"
 
 	"github.com/sluice-mq/sluice/protocol"
 )
@@ -74,5 +78,50 @@ func (b *Broker) listOffset(version int16, topic string, rp kmsg.ListOffsetsRequ
 	if !ok {
 		return -1, -1, epoch, nil
 	}
+	// Narrow the batch down to its first record at or after the timestamp, when its records are
+	// readable without decompressing.
+	raw, err := p.log.Read(found, 1, p.log.LogEndOffset(), nil)
+	if err == nil {
+		if offset, timestamp, ok := firstRecordAtOrAfter(raw, rp.Timestamp); ok {
+			return offset, timestamp, epoch, nil
+		}
+	}
 	return found, batchTimestamp, epoch, nil
+}
+
+// firstRecordAtOrAfter walks the records of an uncompressed batch for the first whose timestamp is
+// at or after target. ok is false for compressed or malformed batches.
+func firstRecordAtOrAfter(raw []byte, target int64) (offset, timestamp int64, ok bool) {
+	h, err := batch.Validate(raw)
+	if err != nil || h.Codec() != batch.CodecNone {
+		return 0, 0, false
+	}
+	records := raw[batch.HeaderSize:h.Size()]
+	for len(records) > 0 {
+		length, n := binary.Varint(records)
+		if n <= 0 || length < 0 || int64(len(records)-n) < length {
+			return 0, 0, false
+		}
+		record := records[n : n+int(length)]
+		records = records[n+int(length):]
+		if len(record) < 1 {
+			return 0, 0, false
+		}
+		timestampDelta, m := binary.Varint(record[1:])
+		if m <= 0 {
+			return 0, 0, false
+		}
+		offsetDelta, k := binary.Varint(record[1+m:])
+		if k <= 0 {
+			return 0, 0, false
+		}
+		timestamp := h.BaseTimestamp + timestampDelta
+		if h.Attributes&batch.AttributeLogAppendTime != 0 {
+			timestamp = h.MaxTimestamp
+		}
+		if timestamp >= target {
+			return h.BaseOffset + offsetDelta, timestamp, true
+		}
+	}
+	return 0, 0, false
 }
