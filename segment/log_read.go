@@ -61,7 +61,11 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 	}
 	// ...and at the last batch boundary within the budget, starting from an indexed boundary.
 	end := position + int64(first.Size())
-	if budgetEnd := min(position+maxBytes, limit); budgetEnd > end {
+	budgetEnd := limit
+	if maxBytes < limit-position { // compared as a distance: position+maxBytes overflows for huge budgets
+		budgetEnd = position + maxBytes
+	}
+	if budgetEnd > end {
 		scan := max(end, s.offsets.LookupPosition(budgetEnd).Position)
 		for scan < budgetEnd {
 			h, err := r.at(scan)
