@@ -129,7 +129,9 @@ func (s *segment) indexBatch(h batch.Header, position int64, cfg *Config) error 
 		s.maxTimestamp.Store(h.MaxTimestamp)
 		s.maxTimestampOffset = h.BaseOffset
 	}
-	if s.bytesSinceIndex >= cfg.IndexIntervalBytes && position > 0 {
+	// A full index makes the next append roll (fits); until then, batches of this append and batches
+	// found by recovery (perhaps under a smaller MaxIndexEntries) just go unindexed.
+	if s.bytesSinceIndex >= cfg.IndexIntervalBytes && position > 0 && !s.offsets.Full() && !s.times.Full() {
 		if err := s.offsets.Append(h.BaseOffset, position); err != nil {
 			return err
 		}
