@@ -22,7 +22,10 @@ type flusher struct {
 	mu struct {
 		sync.Mutex
 		// Invariant: flushed only grows, except when Truncate cuts the log below it.
-		flushed        int64
+		flushed int64
+		// truncations counts Truncate calls. A flush that sampled the log before one may have
+		// synced bytes that were then cut and rewritten, so it must not advance flushed.
+		truncations    uint64
 		waiters        []flushWaiter
 		err            error
 		lastCheckpoint time.Time
@@ -108,10 +111,11 @@ func (f *flusher) flushOnce() {
 	active := l.activeSegment()
 	next := active.nextOffset.Load()
 	position := active.size.Load()
+	truncations := f.truncationCount()
 	l.appendMu.Unlock()
 
 	if next <= f.flushedOffset() {
-		f.advance(next) // wakes waiters that raced in below the flushed offset
+		f.advanceSince(truncations, next) // wakes waiters that raced in below the flushed offset
 		return
 	}
 	started := time.Now()
@@ -123,7 +127,9 @@ func (f *flusher) flushOnce() {
 	if observe := l.config.Load().ObserveFsync; observe != nil {
 		observe(time.Since(started))
 	}
-	f.advance(next)
+	if !f.advanceSince(truncations, next) {
+		return // the recovery point it would write may lie beyond the truncated end
+	}
 
 	f.mu.Lock()
 	due := time.Since(f.mu.lastCheckpoint) >= l.config.Load().CheckpointInterval
@@ -140,8 +146,18 @@ func (f *flusher) flushOnce() {
 }
 
 // advance records that every offset below flushed is durable and notifies the waiters it covers.
-func (f *flusher) advance(flushed int64) {
+// The caller holds appendMu, so no Truncate can intervene.
+func (f *flusher) advance(flushed int64) { f.advanceSince(f.truncationCount(), flushed) }
+
+// advanceSince is advance for a flush that sampled the log when truncations was current. If Truncate
+// ran since, it advances nothing and asks for another flush (its waiters still need one).
+func (f *flusher) advanceSince(truncations uint64, flushed int64) bool {
 	f.mu.Lock()
+	if f.mu.truncations != truncations {
+		f.mu.Unlock()
+		f.poke()
+		return false
+	}
 	if flushed > f.mu.flushed {
 		f.mu.flushed = flushed
 	}
@@ -160,12 +176,20 @@ func (f *flusher) advance(flushed int64) {
 	for _, w := range ready {
 		w.notify(nil)
 	}
+	return true
+}
+
+func (f *flusher) truncationCount() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.truncations
 }
 
 // lower moves the flushed offset down after a truncation.
 func (f *flusher) lower(offset int64) {
 	f.mu.Lock()
 	f.mu.flushed = min(f.mu.flushed, offset)
+	f.mu.truncations++
 	f.mu.Unlock()
 }
 

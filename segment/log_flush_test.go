@@ -1,0 +1,57 @@
+package segment
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A group-commit fsync that was in flight when Truncate cut the log must not then claim the cut
+// offsets durable: they are written again, and a waiter for the new batches must get a new fsync.
+func TestFlushRacingTruncateDoesNotOverclaim(t *testing.T) {
+	inFsync := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	var fsyncs atomic.Int64
+	cfg := smallConfig()
+	cfg.Flush = FlushByOS
+	cfg.ObserveFsync = func(time.Duration) {
+		fsyncs.Add(1)
+		once.Do(func() { // park the first fsync after it synced, before it advances the flushed offset
+			close(inFsync)
+			<-release
+		})
+	}
+	l := openLog(t, t.TempDir(), cfg)
+	defer l.Close()
+	appendN := func(n int) {
+		for i := 0; i < n; i++ {
+			if _, err := l.Append(testBatch(t, "a", 2, 50), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendN(10)
+	earlyWaiter := make(chan error, 1)
+	go func() { earlyWaiter <- l.WaitFlushed(context.Background(), 19) }()
+	<-inFsync
+	if err := l.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	appendN(8) // offsets 4..19 again, only in the page cache
+	if err := l.WaitFlushed(context.Background(), 19); err != nil {
+		t.Fatal(err)
+	}
+	if n := fsyncs.Load(); n < 2 {
+		t.Fatalf("offsets 4..19 reported flushed after %d fsync(s): the one that started before Truncate covered only the old bytes", n)
+	}
+	if err := <-earlyWaiter; err != nil {
+		t.Fatal(err)
+	}
+	if l.FlushedOffset() > l.LogEndOffset() {
+		t.Fatalf("flushed offset %d beyond log end %d", l.FlushedOffset(), l.LogEndOffset())
+	}
+}
