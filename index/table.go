@@ -30,6 +30,8 @@ type table[E any] struct {
 	path       string
 	maxEntries int
 	file       *os.File
+	// trimmed: openTable found bytes after the longest valid prefix and cut them off.
+	trimmed bool
 
 	mu struct {
 		sync.RWMutex
@@ -61,6 +63,7 @@ func openTable[E any](path string, maxEntries int, c codec[E], valid func(E) boo
 	t.mu.entries = entries
 	t.mu.written = len(entries)
 	if len(entries)*size != len(raw) {
+		t.trimmed = true
 		// Drop the invalid tail now so later Flushes append right after the valid prefix.
 		if err := file.Truncate(int64(len(entries) * size)); err != nil {
 			file.Close()

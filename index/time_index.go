@@ -103,3 +103,14 @@ func (x *TimeIndex) Close() error { return x.table.close() }
 
 // Remove closes and deletes the file.
 func (x *TimeIndex) Remove() error { return x.table.remove() }
+
+// Entries returns a copy of all entries, oldest first.
+func (x *TimeIndex) Entries() []TimeEntry {
+	x.table.mu.RLock()
+	defer x.table.mu.RUnlock()
+	return append([]TimeEntry(nil), x.table.mu.entries...)
+}
+
+// Trimmed reports whether OpenTimeIndex found a torn, zeroed or corrupt tail after the valid prefix
+// (and cut it off): entries were lost, so the owner should rebuild them.
+func (x *TimeIndex) Trimmed() bool { return x.table.trimmed }

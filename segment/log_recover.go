@@ -73,14 +73,24 @@ func Open(dir string, cfg Config) (*Log, error) {
 		}
 		last := i == len(bases)-1
 		var from index.OffsetEntry
+		var replay bool
 		switch {
 		case clean || !last && (!hasPoint || base < point.segmentBase):
 			// Sealed (or cleanly closed): everything up to the last entry that checks out.
 			from = s.verifiedEntry(1<<62, &cfg)
+			replay = s.timeIndexDamaged()
 		case hasPoint && base == point.segmentBase:
 			from = s.verifiedEntry(point.position, &cfg)
+			// The two index files are written separately and not fsynced: after a crash the time
+			// index may lack entries the offset index has.
+			replay = true
 		default:
 			from = index.OffsetEntry{Offset: base}
+		}
+		if replay {
+			if err := s.replayTimes(from); err != nil {
+				from = index.OffsetEntry{Offset: base} // the data below from is damaged too: rescan it all
+			}
 		}
 		if err := s.recover(from, &cfg); err != nil {
 			s.close()
@@ -203,6 +213,72 @@ func (s *segment) batchAt(position, offset int64) bool {
 	}
 	_, err = batch.Validate(raw)
 	return err == nil
+}
+
+// timeIndexDamaged reports whether a sealed segment's time index visibly lost entries: a torn or
+// corrupt tail, no entries beside a non-empty offset index (timestamps are positive, so the first
+// offset index entry always comes with a time entry), or a newest entry that names no batch holding
+// its timestamp. A file cut exactly at an entry boundary is not detected (Kafka does not either).
+func (s *segment) timeIndexDamaged() bool {
+	if s.times.Trimmed() {
+		return true
+	}
+	last, ok := s.times.Last()
+	if !ok {
+		return s.offsets.Len() > 0
+	}
+	info, err := s.file.Stat()
+	if err != nil {
+		return true
+	}
+	_, h, err := s.positionOf(newHeaderReader(s.file, info.Size()), last.Offset)
+	return err != nil || h.BaseOffset != last.Offset || h.MaxTimestamp != last.Timestamp
+}
+
+// replayTimes rebuilds the time index, and the newest timestamp, for the batches up to and including
+// the one at from by reading their headers, adding an entry at each offset index entry as indexBatch
+// would have. recover goes on from there. Without it, entries lost before from would make those that
+// recover adds claim too low a maximum, and lookups by time would skip batches. It fails when the
+// headers below from do not chain; the time index is then empty.
+func (s *segment) replayTimes(from index.OffsetEntry) error {
+	if err := s.times.TruncateFromOffset(s.baseOffset); err != nil {
+		return err
+	}
+	if from.Position == 0 {
+		return nil
+	}
+	info, err := s.file.Stat()
+	if err != nil {
+		return fmt.Errorf("segment: stat %s: %w", s.dataPath, err)
+	}
+	points := s.offsets.Entries()
+	r := newHeaderReader(s.file, info.Size())
+	maxTimestamp, maxTimestampOffset := int64(-1), s.baseOffset
+	position, next := int64(0), s.baseOffset
+	for position <= from.Position {
+		h, err := r.at(position)
+		if err == nil && h.BaseOffset != next {
+			err = fmt.Errorf("%w: batch at %d has offset %d, want %d", batch.ErrCorrupt, position, h.BaseOffset, next)
+		}
+		if err != nil {
+			s.times.TruncateFromOffset(s.baseOffset)
+			return fmt.Errorf("segment %d: replay time index: %w", s.baseOffset, err)
+		}
+		if h.MaxTimestamp > maxTimestamp {
+			maxTimestamp, maxTimestampOffset = h.MaxTimestamp, h.BaseOffset
+		}
+		for len(points) > 0 && points[0].Position < position {
+			points = points[1:]
+		}
+		if len(points) > 0 && points[0].Position == position && position > 0 && !s.times.Full() {
+			if _, err := s.times.MaybeAppend(maxTimestamp, maxTimestampOffset); err != nil {
+				return err
+			}
+		}
+		position += int64(h.Size())
+		next = h.NextOffset()
+	}
+	return nil
 }
 
 // recover scans the data file from a trusted batch boundary, validating each batch (structure, CRC,
