@@ -1,0 +1,45 @@
+// Package group is the classic Kafka consumer-group state machine (JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup and the membership checks of OffsetCommit), as pure code: no I/O, no goroutines, no
+// clock. The caller passes the time into every operation, supplies new member ids, keeps the
+// connections whose JoinGroup and SyncGroup requests wait ("parked" requests), and runs Tick at
+// NextDeadline. Answers to parked requests come back in an Outcome, keyed by member id.
+//
+// # States
+//
+//	          first join                 every known member joined,         leader's SyncGroup
+//	 Empty ───────────────► Preparing ──── or rebalance deadline ──► Completing ──────────► Stable
+//	   ▲                    Rebalance ◄──────────────────────────── Rebalance ◄──────────── │
+//	   │  join phase ends       │         member joins/leaves/expires            join by leader,
+//	   └──── with no members ───┘                                                changed protocols,
+//	                                                                             member leaves/expires
+//	 any state ──► Dead (DeleteGroups on a group without members; the caller then forgets it)
+//
+// Every state change goes through Group.transition (state.go), which panics on a transition outside
+// the table there.
+//
+// # Rules followed (Kafka's classic group coordinator)
+//
+//   - JoinGroup v4+ without a member id gets a new id and MEMBER_ID_REQUIRED; the id is "pending"
+//     until the member rejoins with it or its session timeout passes. Pending ids keep the join
+//     phase open.
+//   - The join phase ends when every member and pending id has rejoined, or at the rebalance
+//     deadline (now + the largest rebalance timeout when the phase began); members that did not
+//     rejoin are removed. A group leaving Empty waits at least InitialRebalanceDelay, extended by
+//     each new member up to the deadline, so that consumers starting together share one rebalance.
+//   - The generation grows by one each time the join phase ends. The protocol is the one every
+//     member supports that most members prefer (ties: lowest name). The leader stays if still a
+//     member, otherwise it is the member that joined first. Only the leader gets the member list.
+//   - A static member (group.instance.id) that rejoins without a member id gets a new id, its old
+//     id is fenced (FENCED_INSTANCE_ID on anything it sends, and on its parked requests), and in a
+//     Stable group with unchanged protocols no rebalance happens: it gets the current generation.
+//   - Members' sessions expire SessionTimeout after the last JoinGroup, SyncGroup, Heartbeat or
+//     OffsetCommit, except while a JoinGroup or SyncGroup of theirs is parked.
+//
+// # Invariants
+//
+//   - generation >= 0 and never decreases.
+//   - Every member id in staticMembers names a member with that instance id, and back.
+//   - A member is awaitingJoin only in PreparingRebalance, awaitingSync only in CompletingRebalance.
+//   - leader is "" or a member id; it is a member id in CompletingRebalance and Stable.
+//   - members is empty in Empty and Dead.
+package group
