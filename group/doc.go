@@ -6,13 +6,14 @@
 //
 // # States
 //
-//	          first join                 every known member joined,         leader's SyncGroup
-//	 Empty ───────────────► Preparing ──── or rebalance deadline ──► Completing ──────────► Stable
-//	   ▲                    Rebalance ◄──────────────────────────── Rebalance ◄──────────── │
-//	   │  join phase ends       │         member joins/leaves/expires            join by leader,
-//	   └──── with no members ───┘                                                changed protocols,
-//	                                                                             member leaves/expires
-//	 any state ──► Dead (DeleteGroups on a group without members; the caller then forgets it)
+//	from                 to                   when
+//	Empty                PreparingRebalance   a member joins
+//	PreparingRebalance   CompletingRebalance  every member rejoined, or the rebalance deadline passed
+//	PreparingRebalance   Empty                the join phase ended with no member left
+//	CompletingRebalance  Stable               the leader's SyncGroup brought the assignment
+//	CompletingRebalance  PreparingRebalance   a member joined, left, changed protocols or expired
+//	Stable               PreparingRebalance   the same, or the leader rejoined
+//	Empty (and any)      Dead                 DeleteGroups on a group without members
 //
 // Every state change goes through Group.transition (state.go), which panics on a transition outside
 // the table there.
