@@ -68,6 +68,7 @@ func (r *registry) partitionDir(topic string, index int32) string {
 func (r *registry) apply(old, latest *coordinator.Metadata) {
 	current := r.snapshot()
 	next := make(map[string]*topicState, len(latest.Topics))
+	var deleted []*partition
 	for name, t := range current {
 		meta, ok := latest.Topics[name]
 		if ok && meta.ID == t.meta.ID {
@@ -78,7 +79,7 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 			if p == nil {
 				continue
 			}
-			p.appended() // parked fetches re-check and find the topic gone
+			deleted = append(deleted, p)
 			if err := p.log.Delete(); err != nil {
 				r.logger.Error("delete partition log", "topic", name, "partition", p.index, "err", err)
 			}
@@ -128,6 +129,11 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 		next[name] = updated
 	}
 	r.topics.Store(&next)
+	// Parked fetches re-check once the new snapshot is published, and find the topic gone. Woken
+	// before, they would find the old partition and park on it again until their max wait.
+	for _, p := range deleted {
+		p.appended()
+	}
 	r.applied.Lock()
 	r.applied.version = latest.Version
 	close(r.applied.changed)
