@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -76,15 +77,24 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 			continue
 		}
 		for _, p := range t.partitions {
-			if p == nil {
-				continue
-			}
-			deleted = append(deleted, p)
-			if err := p.log.Delete(); err != nil {
-				r.logger.Error("delete partition log", "topic", name, "partition", p.index, "err", err)
+			if p != nil {
+				deleted = append(deleted, p)
 			}
 		}
 		r.logger.Info("topic deleted", "topic", name)
+	}
+	if len(deleted) > 0 {
+		// Unpublish first, so that no request reaches a log being deleted, then delete, so that a
+		// topic re-created under the same name opens a fresh directory. Parked fetches woken after
+		// the unpublish re-check and find the topic gone.
+		kept := maps.Clone(next)
+		r.topics.Store(&kept)
+		for _, p := range deleted {
+			p.appended()
+			if err := p.log.Delete(); err != nil {
+				r.logger.Error("delete partition log", "topic", p.topic, "partition", p.index, "err", err)
+			}
+		}
 	}
 	for name, meta := range latest.Topics {
 		t, ok := next[name]
@@ -129,11 +139,6 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 		next[name] = updated
 	}
 	r.topics.Store(&next)
-	// Parked fetches re-check once the new snapshot is published, and find the topic gone. Woken
-	// before, they would find the old partition and park on it again until their max wait.
-	for _, p := range deleted {
-		p.appended()
-	}
 	r.applied.Lock()
 	r.applied.version = latest.Version
 	close(r.applied.changed)
