@@ -1,0 +1,66 @@
+// Package client is sluice's Go client for the Kafka protocol: a batching producer, a consumer of
+// assigned partitions and admin calls. It speaks to sluiced and to any Kafka broker (record batch
+// v2: Produce 3+, Fetch 4+), encoding requests with kmsg.
+//
+// # Shape
+//
+// A Client holds the connections (one per broker and role: admin/metadata, produce, fetch, so a
+// long-polling fetch never delays a produce answer) and the metadata cache. Producer, Consumer and
+// Admin are built on one Client:
+//
+//	c, _ := client.New(client.WithSeedBrokers("127.0.0.1:9092"))
+//	p, _ := client.NewProducer(ctx, c, client.WithAcks(client.AcksAll))
+//	consumer, _ := client.NewConsumer(c)
+//	admin := client.NewAdmin(c)
+//
+// # Producer contract
+//
+//   - Produce returning nil means the record's callback will be called exactly once, with the
+//     delivery outcome; Produce returning an error means the record was not taken and the callback
+//     will not be called. Close flushes, and past its context fails every record left with
+//     ErrClosed through its callback: no record is dropped without a report.
+//   - Records of one partition are written in the order Produce accepted them, also across
+//     retries: a partition has at most one batch in flight, and a retried batch goes back to the
+//     front of its partition's queue. Callbacks of one partition run in offset order.
+//   - Delivery is at least once: a batch whose answer was lost (a broker killed mid-request) is
+//     sent again and may be stored twice. With a producer id (when the broker serves
+//     InitProducerId; sluice does not yet) the broker drops such duplicates.
+//   - Buffered bytes (accepted, not yet reported) stay below WithMaxBufferedBytes: Produce waits
+//     for room, or fails with ErrBufferFull under WithBufferFullError.
+//   - Partitioning: a record with a key goes to KeyPartition(key, n), which is the Java client's
+//     and franz-go's choice; keyless records stick to one partition per batch.
+//
+// # Producer data path
+//
+// Produce encodes the record straight into its partition's open batch (behind 61 reserved header
+// bytes). A batch closes when the next record would overflow WithBatchMaxBytes; the sender
+// goroutine also takes an open batch once it is WithLinger old, or at once during Flush. Each
+// sender pass takes at most one batch per partition with nothing in flight, groups them by leader
+// and sends one Produce per leader, within WithMaxInFlightPerBroker requests per broker. Answers
+// come back on the connection's reader goroutine, which runs the callbacks and wakes the sender.
+// Retriable errors (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, network failures...)
+// trigger a metadata refresh and a retry with exponential backoff until WithMaxRetries or
+// WithDeliveryTimeout is reached.
+//
+// # Consumer
+//
+// A Consumer reads partitions it is assigned with Assign (start, end, exact offset or time). A
+// fetch loop keeps one fetch in flight per leader while less than WithConsumerBufferBytes is
+// buffered; Poll returns what was fetched as one Fetch per partition answer. Group membership is
+// not here: a group member will sit on top, calling Assign and Unassign on rebalance and
+// committing Position.
+//
+// # Errors
+//
+// Broker error codes come back as *KafkaError (errors.As), which also unwraps to the
+// protocol.ErrorCode value (errors.Is(err, protocol.TopicAlreadyExists)). Connection failures wrap
+// ErrNetwork. IsRetriable tells the two retriable kinds from the rest.
+//
+// # Locks
+//
+// Producer: closeGate (shared, across Produce) before producerTopic.sticky before
+// producerPartition.mu. Close closes the closing channel before it takes closeGate, so a Produce
+// waiting for buffer room (which watches that channel) lets it in. Consumer.mu, bufferAccount.mu,
+// Producer.inFlight and metadataCache.mu are leaves. No lock is held while a callback runs or
+// while waiting on the network.
+package client
