@@ -55,6 +55,11 @@ func parseSegmentName(name string) (int64, bool) {
 	if len(name) != offsetNameWidth+len(dataSuffix) || filepath.Ext(name) != dataSuffix {
 		return 0, false
 	}
+	for _, c := range name[:offsetNameWidth] {
+		if c < '0' || c > '9' { // ParseInt alone would take "+0000000000000000005.log"
+			return 0, false
+		}
+	}
 	base, err := strconv.ParseInt(name[:offsetNameWidth], 10, 64)
 	if err != nil || base < 0 {
 		return 0, false
