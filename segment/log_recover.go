@@ -291,7 +291,13 @@ func (s *segment) recover(from index.OffsetEntry, cfg *Config) error {
 	}
 	fileSize := info.Size()
 	s.allocated = fileSize
-	if err := s.offsets.TruncateFromPosition(from.Position + 1); err != nil {
+	// Keep the entries up to from. Starting at the segment start, keep none: entries are never at
+	// position 0, so one there is garbage that would make every rebuilt entry look out of order.
+	keepBelow := from.Position + 1
+	if from.Position == 0 {
+		keepBelow = 0
+	}
+	if err := s.offsets.TruncateFromPosition(keepBelow); err != nil {
 		return err
 	}
 	if err := s.times.TruncateFromOffset(from.Offset + 1); err != nil {
