@@ -66,7 +66,13 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 		budgetEnd = position + maxBytes
 	}
 	if budgetEnd > end {
-		scan := max(end, s.offsets.LookupPosition(budgetEnd).Position)
+		scan := end
+		// Skip ahead to an index entry within the budget, if the batch there is the one it names.
+		if entry := s.offsets.LookupPosition(budgetEnd); entry.Position > end {
+			if h, err := r.at(entry.Position); err == nil && h.BaseOffset == entry.Offset {
+				scan = entry.Position
+			}
+		}
 		for scan < budgetEnd {
 			h, err := r.at(scan)
 			if err != nil || scan+int64(h.Size()) > budgetEnd {

@@ -250,17 +250,37 @@ func (r *headerReader) at(position int64) (batch.Header, error) {
 
 // positionOf returns the position of the batch holding offset, scanning forward from the index, and
 // that batch's header. Requires baseOffset <= offset < nextOffset at limit.
+//
+// Recovery verifies only the newest index entries it resumes from; an older one damaged on disk may
+// name the wrong place. The scan checks that the batch at the entry has the entry's offset and that
+// offsets stay dense after it, and if not starts again from the segment start, which needs no index.
 func (s *segment) positionOf(r *headerReader, offset int64) (int64, batch.Header, error) {
 	entry := s.offsets.Lookup(offset)
-	position := entry.Position
+	position, h, err := s.scanFor(r, entry, offset)
+	if err != nil && entry.Position > 0 {
+		position, h, err = s.scanFor(r, index.OffsetEntry{Offset: s.baseOffset}, offset)
+	}
+	if err != nil {
+		return 0, h, fmt.Errorf("segment %d: find offset %d: %w", s.baseOffset, offset, err)
+	}
+	return position, h, nil
+}
+
+// scanFor walks the batch headers from the one entry names to the one holding offset.
+func (s *segment) scanFor(r *headerReader, entry index.OffsetEntry, offset int64) (int64, batch.Header, error) {
+	position, next := entry.Position, entry.Offset
 	for {
 		h, err := r.at(position)
 		if err != nil {
-			return 0, h, fmt.Errorf("segment %d: find offset %d: %w", s.baseOffset, offset, err)
+			return 0, h, err
+		}
+		if h.BaseOffset != next || next > offset {
+			return 0, h, fmt.Errorf("%w: batch at %d has offset %d, expected %d", batch.ErrCorrupt, position, h.BaseOffset, next)
 		}
 		if h.LastOffset() >= offset {
 			return position, h, nil
 		}
 		position += int64(h.Size())
+		next = h.NextOffset()
 	}
 }
