@@ -1,0 +1,104 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// smallDisk mounts a tmpfs of size bytes on a temporary directory, or skips the test where mounting
+// is not permitted (not root, no CAP_SYS_ADMIN, no tmpfs).
+func smallDisk(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (%v); ENOSPC is not tested", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// TestDiskFull fills a 1 MiB filesystem: appends and rolls fail with ENOSPC, nothing written before
+// is lost or damaged, the log reopens on the full disk, and takes appends again once there is room.
+func TestDiskFull(t *testing.T) {
+	for _, preallocate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("preallocate=%v", preallocate), func(t *testing.T) {
+			disk := smallDisk(t, 1<<20)
+			dir := filepath.Join(disk, "log")
+			// Something else on the disk that can be deleted later to make room.
+			filler := filepath.Join(disk, "filler")
+			if err := os.WriteFile(filler, make([]byte, 300<<10), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			cfg.SegmentBytes = 128 << 10
+			cfg.IndexIntervalBytes = 4096
+			cfg.Preallocate = preallocate
+			l := openLog(t, dir, cfg)
+			gen := newBatchGen(2)
+			var want []storedBatch
+			var full error
+			for i := 0; i < 1000 && full == nil; i++ {
+				raw := gen.next(3, 6000+gen.rng.IntN(6000))
+				end := l.LogEndOffset()
+				if _, err := l.Append(raw, 0); err != nil {
+					full = err
+					if l.LogEndOffset() != end {
+						t.Fatalf("failed append moved the log end from %d to %d", end, l.LogEndOffset())
+					}
+					break
+				}
+				want = append(want, splitBatches(t, raw)...)
+			}
+			if !errors.Is(full, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v, want ENOSPC", full)
+			}
+			t.Logf("disk full after %d batches in %d segments: %v", len(want), l.SegmentCount(), full)
+			checkBatches(t, l, want)
+			// It stays an error, not a failed log, and nothing moves.
+			for i := 0; i < 3; i++ {
+				if _, err := l.Append(gen.next(3, 9000), 0); !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("append on a full disk: %v", err)
+				}
+			}
+			if err := l.Roll(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("roll on a full disk: %v", err)
+			}
+			checkBatches(t, l, want)
+			// Crash on the full disk; recovery must not need space it cannot get.
+			l.abandon()
+			l = openLog(t, dir, cfg)
+			checkBatches(t, l, want)
+			// Close may fail to write index entries (no clean marker then); the data must survive.
+			if err := l.Close(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("close on a full disk: %v", err)
+			}
+			l = openLog(t, dir, cfg)
+			checkBatches(t, l, want)
+			// Room again: appends resume at the right offset.
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 10; i++ {
+				stored, _ := appendBatches(t, l, gen.next(3, 9000), 0)
+				want = append(want, stored...)
+			}
+			checkBatches(t, l, want)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = openLog(t, dir, cfg)
+			checkBatches(t, l, want)
+			l.Close()
+		})
+	}
+}
