@@ -21,6 +21,10 @@ const (
 	commandDeleteTopic       commandType = 5
 	commandCreatePartitions  commandType = 6
 	commandAlterTopicConfigs commandType = 7
+	// Consumer offsets (offset_commands.go).
+	commandCommitOffsets          commandType = 8
+	commandDeleteGroupOffsets     commandType = 9
+	commandDeletePartitionOffsets commandType = 10
 )
 
 func (t commandType) String() string {
@@ -39,6 +43,12 @@ func (t commandType) String() string {
 		return "create-partitions"
 	case commandAlterTopicConfigs:
 		return "alter-topic-configs"
+	case commandCommitOffsets:
+		return "commit-offsets"
+	case commandDeleteGroupOffsets:
+		return "delete-group-offsets"
+	case commandDeletePartitionOffsets:
+		return "delete-partition-offsets"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -114,6 +124,12 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &createPartitionsCommand{}
 	case commandAlterTopicConfigs:
 		c = &alterTopicConfigsCommand{}
+	case commandCommitOffsets:
+		c = &commitOffsetsCommand{}
+	case commandDeleteGroupOffsets:
+		c = &deleteGroupOffsetsCommand{}
+	case commandDeletePartitionOffsets:
+		c = &deletePartitionOffsetsCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}

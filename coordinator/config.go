@@ -59,6 +59,13 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	SnapshotsRetained int
+
+	// OffsetCommitLinger is how long the offset-commit batcher waits for more commits after the
+	// first one before proposing the batch; OffsetCommitBatch caps the commits in one Raft entry.
+	// While one batch is in Raft the next one gathers, so under load batches grow without waiting.
+	// Invariants: OffsetCommitLinger >= 0, OffsetCommitBatch >= 1.
+	OffsetCommitLinger time.Duration
+	OffsetCommitBatch  int
 }
 
 // DefaultConfig returns production defaults. NodeID is 0 and DataDir is
@@ -77,6 +84,8 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  8192,
 		TrailingLogs:       10240,
 		SnapshotsRetained:  2,
+		OffsetCommitLinger: time.Millisecond,
+		OffsetCommitBatch:  4096,
 	}
 }
 
@@ -104,6 +113,10 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotsRetained < 1 {
 		return fmt.Errorf("coordinator: config: SnapshotsRetained %d must be at least 1", c.SnapshotsRetained)
+	}
+	if c.OffsetCommitLinger < 0 || c.OffsetCommitBatch < 1 {
+		return fmt.Errorf("coordinator: config: offset commit linger %v must not be negative and batch %d must be positive",
+			c.OffsetCommitLinger, c.OffsetCommitBatch)
 	}
 	if err := raft.ValidateConfig(c.raftConfig(nil)); err != nil {
 		return fmt.Errorf("coordinator: config: %w", err)

@@ -36,8 +36,19 @@ type Coordinator struct {
 
 	stop           chan struct{} // closed by Close
 	leadershipDone chan struct{} // closed when the leadership goroutine exits
-	closeOnce      sync.Once
-	closeErr       error
+
+	// offsetCommits queues CommitOffsets calls for the batcher goroutine (offset_batcher.go),
+	// which closes offsetBatcherDone when it exits.
+	offsetCommits     chan pendingCommit
+	offsetBatcherDone chan struct{}
+	// offsetQueue.closed is set by the batcher as it exits; senders hold the read lock while
+	// sending, so nothing enters the queue after the batcher drained it.
+	offsetQueue struct {
+		sync.RWMutex
+		closed bool
+	}
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens (or, with cfg.Bootstrap and an empty DataDir, creates) this
@@ -69,6 +80,8 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		observations:      make(chan raft.Observation, 16),
 		stop:              make(chan struct{}),
 		leadershipDone:    make(chan struct{}),
+		offsetCommits:     make(chan pendingCommit, offsetCommitQueueLength),
+		offsetBatcherDone: make(chan struct{}),
 	}
 	c.fsm = newFSM(c.view.setState, logger)
 
@@ -140,6 +153,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	})
 	c.raft.RegisterObserver(c.observer)
 	go c.runLeadership()
+	go c.runOffsetBatcher()
 	// From here on Close undoes everything.
 	cleanups = nil
 
@@ -177,6 +191,7 @@ func (c *Coordinator) Close() error {
 			errs = append(errs, fmt.Errorf("coordinator: shut down raft: %w", err))
 		}
 		<-c.leadershipDone
+		<-c.offsetBatcherDone
 		c.view.cancelAll()
 		if err := c.transport.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("coordinator: close raft transport: %w", err))

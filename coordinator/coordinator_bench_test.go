@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 )
 
@@ -52,4 +53,30 @@ func BenchmarkMetadata(b *testing.B) {
 			b.Fatal("nil metadata")
 		}
 	}
+}
+
+// BenchmarkCommitOffsets measures the offset commit path through the batcher: parallel callers each
+// commit one group's offsets for 8 partitions and wait for their entry to apply. Reports offsets/s.
+func BenchmarkCommitOffsets(b *testing.B) {
+	c := openTest(b, testConfig(b.TempDir()))
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	var groups atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		group := fmt.Sprintf("g%d", groups.Add(1))
+		done := make(chan error, 1)
+		offset := int64(0)
+		for pb.Next() {
+			offset++
+			commits := make([]OffsetCommit, 8)
+			for p := range commits {
+				commits[p] = commitOf(group, "t", int32(p), offset)
+			}
+			c.CommitOffsets(commits, func(err error) { done <- err })
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*8)/b.Elapsed().Seconds(), "offsets/s")
 }

@@ -28,11 +28,27 @@
 //
 //	1 noop   2 init-cluster   3 register-broker   4 create-topic
 //	5 delete-topic   6 create-partitions   7 alter-topic-configs
+//	8 commit-offsets   9 delete-group-offsets   10 delete-partition-offsets
 //
-// New commands (voters, batched consumer offset commits) take new type
-// numbers; existing numbers and JSON field names never change meaning. A
-// node that meets a type it does not know panics rather than diverge.
-// Snapshots are one JSON document (snapshotFile) with a format number.
+// New commands (voters, ...) take new type numbers; existing numbers and
+// JSON field names never change meaning. A node that meets a type it does
+// not know panics rather than diverge. Snapshots are one JSON document
+// (snapshotFile) with a format number (2 since consumer offsets; 1 is still
+// read).
+//
+// # Consumer offsets
+//
+// Committed consumer-group offsets (offset, leader epoch, metadata string)
+// are replicated state too, but kept apart from Metadata in an immutable
+// *Offsets read with Coordinator.Offsets: commits are frequent, and must not
+// bump Metadata.Version or wake subscribers. CommitOffsets hands commits to a
+// batcher goroutine that puts every commit queued while the previous entry
+// was in Raft (up to Config.OffsetCommitBatch, after at most
+// Config.OffsetCommitLinger) into one commit-offsets entry, so a Raft round
+// (about 1 ms) is paid per batch, never per partition. Membership and
+// generation checks belong to the proposer (the broker's group
+// coordinator); application stores what it is given. Offsets of a deleted
+// topic are not dropped by delete-topic (whose meaning is fixed).
 //
 // # Invariants
 //
@@ -51,8 +67,8 @@
 // # Concurrency
 //
 // Goroutines: Raft's own (stopped by Close through raft.Shutdown), one
-// leadership goroutine that keeps ControllerID current, and one goroutine
-// per subscription. The only lock is the view's mutex, which orders
+// leadership goroutine that keeps ControllerID current, the offset-commit
+// batcher, and one goroutine per subscription. The only lock is the view's mutex, which orders
 // published snapshots; it is never held while calling out, and nothing
 // blocks while holding it.
 package coordinator

@@ -21,6 +21,9 @@ type fsm struct {
 	// Invariant: state.ControllerID == -1 (the controller is not replicated
 	// state; the view adds it).
 	state atomic.Pointer[Metadata]
+	// offsets is the consumer offsets as of the last applied offsets entry; written only by the
+	// Raft FSM goroutine, read by anyone.
+	offsets atomic.Pointer[Offsets]
 	// publish hands every new state to the view. It must not block.
 	publish func(*Metadata)
 	logger  *slog.Logger
@@ -32,6 +35,7 @@ func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
 	}
 	f := &fsm{publish: publish, logger: logger}
 	f.state.Store(emptyMetadata())
+	f.offsets.Store(emptyOffsets())
 	return f
 }
 
@@ -48,6 +52,14 @@ func (f *fsm) Apply(entry *raft.Log) any {
 		f.logger.Error("coordinator: rejected malformed raft entry", "index", entry.Index, "error", err)
 		return applyResult{err: err}
 	}
+	if oc, ok := c.(offsetsCommand); ok {
+		next, result := oc.applyOffsets(f.offsets.Load())
+		if next != nil {
+			next.Index = entry.Index
+			f.offsets.Store(next)
+		}
+		return result
+	}
 	next, result := c.apply(f.state.Load())
 	if next != nil {
 		next.Version = entry.Index
@@ -57,8 +69,9 @@ func (f *fsm) Apply(entry *raft.Log) any {
 	return result
 }
 
-// snapshotFormat is the version of the snapshot layout below.
-const snapshotFormat = 1
+// snapshotFormat is the version of the snapshot layout below. Format 2 added Offsets and
+// OffsetsIndex; format 1 snapshots (no offsets) are still read.
+const snapshotFormat = 2
 
 // snapshotFile is the JSON document a snapshot holds. Brokers and topics are
 // sorted so equal states produce equal bytes.
@@ -68,12 +81,15 @@ type snapshotFile struct {
 	ClusterID string   `json:"clusterID"`
 	Brokers   []Broker `json:"brokers"`
 	Topics    []*Topic `json:"topics"`
+	// OffsetsIndex and Offsets hold the consumer offsets (Offsets.Index and every commit, sorted).
+	OffsetsIndex uint64         `json:"offsetsIndex,omitempty"`
+	Offsets      []OffsetCommit `json:"offsets,omitempty"`
 }
 
 // Snapshot captures the current state. States are immutable, so capturing
 // is taking the pointer.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{state: f.state.Load()}, nil
+	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -83,8 +99,8 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	if err := json.NewDecoder(snapshot).Decode(&file); err != nil {
 		return fmt.Errorf("coordinator: decode snapshot: %w", err)
 	}
-	if file.Format != snapshotFormat {
-		return fmt.Errorf("coordinator: snapshot format %d, this version reads %d", file.Format, snapshotFormat)
+	if file.Format != 1 && file.Format != snapshotFormat {
+		return fmt.Errorf("coordinator: snapshot format %d, this version reads 1 and %d", file.Format, snapshotFormat)
 	}
 	state := emptyMetadata()
 	state.Version = file.Version
@@ -98,22 +114,28 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 		}
 		state.Topics[topic.Name] = topic
 	}
+	offsets := emptyOffsets().withCommits(file.Offsets)
+	offsets.Index = file.OffsetsIndex
 	f.state.Store(state)
+	f.offsets.Store(offsets)
 	f.publish(state)
 	return nil
 }
 
 type fsmSnapshot struct {
-	state *Metadata
+	state   *Metadata
+	offsets *Offsets
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	file := snapshotFile{
-		Format:    snapshotFormat,
-		Version:   s.state.Version,
-		ClusterID: s.state.ClusterID,
-		Brokers:   make([]Broker, 0, len(s.state.Brokers)),
-		Topics:    make([]*Topic, 0, len(s.state.Topics)),
+		Format:       snapshotFormat,
+		Version:      s.state.Version,
+		ClusterID:    s.state.ClusterID,
+		Brokers:      make([]Broker, 0, len(s.state.Brokers)),
+		Topics:       make([]*Topic, 0, len(s.state.Topics)),
+		OffsetsIndex: s.offsets.Index,
+		Offsets:      s.offsets.sortedCommits(),
 	}
 	for _, id := range s.state.BrokerIDs() {
 		file.Brokers = append(file.Brokers, s.state.Brokers[id])

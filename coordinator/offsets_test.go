@@ -1,0 +1,148 @@
+package coordinator
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+)
+
+func commitOf(group, topic string, partition int32, offset int64) OffsetCommit {
+	return OffsetCommit{Group: group, TopicPartition: TopicPartition{Topic: topic, Partition: partition},
+		CommittedOffset: CommittedOffset{Offset: offset, LeaderEpoch: 3, Metadata: "m", CommitTimeMillis: 1000}}
+}
+
+func TestFSMOffsetCommands(t *testing.T) {
+	f := newFSM(discardPublish, nil)
+	applyAt(t, f, 1, &commitOffsetsCommand{Commits: []OffsetCommit{
+		commitOf("g1", "t", 0, 10), commitOf("g1", "t", 1, 20), commitOf("g2", "t", 0, 5), commitOf("g1", "t", 0, 11),
+	}})
+	before := f.offsets.Load()
+	if before.Index != 1 {
+		t.Fatalf("offsets index %d, want 1", before.Index)
+	}
+	if got, _ := before.Lookup("g1", "t", 0); got.Offset != 11 || got.LeaderEpoch != 3 || got.Metadata != "m" {
+		t.Fatalf("g1 t-0 = %+v, want the later commit", got)
+	}
+	if f.state.Load().Version != 0 {
+		t.Fatal("an offsets change bumped the metadata version")
+	}
+	applyAt(t, f, 2, &commitOffsetsCommand{Commits: []OffsetCommit{commitOf("g1", "t", 0, 12)}})
+	if got, _ := before.Lookup("g1", "t", 0); got.Offset != 11 {
+		t.Fatal("applying changed an earlier snapshot")
+	}
+	applyAt(t, f, 3, &deletePartitionOffsetsCommand{Group: "g1", Partitions: []TopicPartition{{Topic: "t", Partition: 1}}})
+	if _, ok := f.offsets.Load().Lookup("g1", "t", 1); ok {
+		t.Fatal("deleted partition offset still there")
+	}
+	applyAt(t, f, 4, &deleteGroupOffsetsCommand{Groups: []string{"g2", "absent"}})
+	if got := f.offsets.Load().Groups(); !reflect.DeepEqual(got, []string{"g1"}) {
+		t.Fatalf("groups %v", got)
+	}
+	applyAt(t, f, 5, &deletePartitionOffsetsCommand{Group: "g1", Partitions: []TopicPartition{{Topic: "t", Partition: 0}}})
+	if got := f.offsets.Load().Groups(); len(got) != 0 {
+		t.Fatalf("a group without offsets remains: %v", got)
+	}
+	if result := applyAt(t, f, 6, &commitOffsetsCommand{Commits: []OffsetCommit{commitOf("", "t", 0, 1)}}); result.err == nil {
+		t.Fatal("a commit without a group applied")
+	}
+}
+
+func TestFSMSnapshotCarriesOffsets(t *testing.T) {
+	f := newFSM(discardPublish, nil)
+	applyAt(t, f, 1, &initClusterCommand{ClusterID: "c"})
+	applyAt(t, f, 2, &commitOffsetsCommand{Commits: []OffsetCommit{commitOf("b", "t", 1, 7), commitOf("a", "u", 0, 9), commitOf("a", "t", 2, 8)}})
+	data := snapshotBytes(t, f)
+	restored := newFSM(discardPublish, nil)
+	if err := restored.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(restored.offsets.Load(), f.offsets.Load()) {
+		t.Fatalf("restored offsets %+v, want %+v", restored.offsets.Load(), f.offsets.Load())
+	}
+	if again := snapshotBytes(t, restored); !bytes.Equal(again, data) {
+		t.Fatalf("equal states, different snapshots:\n%s\n%s", data, again)
+	}
+	// A format 1 snapshot (before offsets) still restores, with no offsets.
+	old := []byte(`{"format":1,"version":1,"clusterID":"c","brokers":[],"topics":[]}`)
+	if err := restored.Restore(nopCloser{bytes.NewReader(old)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(restored.offsets.Load().Groups()) != 0 || restored.state.Load().ClusterID != "c" {
+		t.Fatal("format 1 snapshot restored wrongly")
+	}
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// TestCommitOffsetsBatchesAndSurvivesReopen commits from many goroutines at once: every commit is
+// visible when its callback runs, they share Raft entries, and they survive a reopen from the log
+// and from a snapshot.
+func TestCommitOffsetsBatchesAndSurvivesReopen(t *testing.T) {
+	config := testConfig(t.TempDir())
+	config.TrailingLogs = 0
+	c := openTest(t, config)
+	const callers, rounds = 50, 10
+	var wg sync.WaitGroup
+	indexBefore := c.Offsets().Index
+	for caller := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range rounds {
+				done := make(chan error, 1)
+				group := fmt.Sprintf("g%d", caller%5)
+				c.CommitOffsets([]OffsetCommit{commitOf(group, "t", int32(caller), int64(round))}, func(err error) { done <- err })
+				if err := <-done; err != nil {
+					t.Error(err)
+					return
+				}
+				if got, _ := c.Offsets().Lookup(group, "t", int32(caller)); got.Offset != int64(round) {
+					t.Errorf("after commit %d the snapshot holds %d", round, got.Offset)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	entries := c.Offsets().Index - indexBefore
+	t.Logf("%d commit calls in at most %d Raft entries", callers*rounds, entries)
+	if entries >= callers*rounds {
+		t.Errorf("no batching: %d entries for %d commits", entries, callers*rounds)
+	}
+	want := c.Offsets()
+	c = reopen(t, c)
+	if !reflect.DeepEqual(c.Offsets().groups, want.groups) {
+		t.Fatal("offsets changed across a reopen from the log")
+	}
+	// One more commit after the reopen, so that the snapshot covers the new term's entries.
+	done := make(chan error, 1)
+	c.CommitOffsets([]OffsetCommit{commitOf("g9", "t", 0, 1)}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want = c.Offsets()
+	if err := c.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c = reopen(t, c)
+	if !reflect.DeepEqual(c.Offsets().groups, want.groups) {
+		t.Fatal("offsets changed across a reopen from a snapshot")
+	}
+	if err := c.DeleteGroupOffsets(testContext(t), []string{"g0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeletePartitionOffsets(testContext(t), "g1", []TopicPartition{{Topic: "t", Partition: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Offsets().Group("g0") != nil || len(c.Offsets().Group("g1")) != callers/5-1 {
+		t.Fatal("deletions not applied")
+	}
+	c.Close()
+	c.CommitOffsets([]OffsetCommit{commitOf("g", "t", 0, 1)}, func(err error) { done <- err })
+	if err := <-done; err == nil {
+		t.Fatal("commit after close succeeded")
+	}
+}
