@@ -68,7 +68,9 @@
 //
 // Goroutines: Raft's own (stopped by Close through raft.Shutdown), one
 // leadership goroutine that keeps ControllerID current, the offset-commit
-// batcher, and one goroutine per subscription. The only lock is the view's mutex, which orders
-// published snapshots; it is never held while calling out, and nothing
-// blocks while holding it.
+// batcher, and one goroutine per subscription. Locks: the view's mutex,
+// which orders published snapshots (never held while calling out, nothing
+// blocks while holding it), and the offset queue's RWMutex, held for reading
+// by CommitOffsets while it enqueues and for writing only by the exiting
+// batcher; the two are never held together.
 package coordinator
