@@ -109,12 +109,18 @@ func (l *Log) OffsetForTimestamp(timestamp int64) (offset, batchTimestamp int64,
 		if s.maxTimestamp.Load() < timestamp {
 			continue
 		}
+		segmentNext := s.nextOffset.Load() // before size, as in Slice
 		limit := s.size.Load()
 		if limit == 0 {
 			continue
 		}
-		r := newHeaderReader(s.file, limit)
 		from := max(s.times.Lookup(timestamp), l.logStartOffset.Load())
+		if from >= segmentNext {
+			// The entry is for a batch being appended (indexed before it is published): no
+			// published batch here reaches the timestamp.
+			continue
+		}
+		r := newHeaderReader(s.file, limit)
 		position, _, err := s.positionOf(r, from)
 		if err != nil {
 			return 0, 0, false, err
