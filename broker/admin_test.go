@@ -30,6 +30,9 @@ func (c *testConn) topicNames() []string {
 	c.t.Helper()
 	var names []string
 	for _, topic := range roundTrip[*kmsg.MetadataResponse](c, metadataRequest(12, false)).Topics {
+		if topic.IsInternal {
+			continue // __consumer_offsets is always listed
+		}
 		names = append(names, deref(topic.Topic).(string))
 	}
 	return names

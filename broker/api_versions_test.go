@@ -17,13 +17,24 @@ var servedAPIs = map[int16][2]int16{
 	1:  {4, 12}, // Fetch
 	2:  {0, 7},  // ListOffsets
 	3:  {0, 12}, // Metadata
+	8:  {0, 8},  // OffsetCommit
+	9:  {0, 8},  // OffsetFetch
+	10: {0, 4},  // FindCoordinator
+	11: {0, 9},  // JoinGroup
+	12: {0, 4},  // Heartbeat
+	13: {0, 5},  // LeaveGroup
+	14: {0, 5},  // SyncGroup
+	15: {0, 5},  // DescribeGroups
+	16: {0, 4},  // ListGroups
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	37: {0, 3},  // CreatePartitions
+	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
+	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster
 }
 

@@ -28,6 +28,7 @@ type Broker struct {
 	server      *netpoll.Server
 	advertised  hostPort
 	apis        apiTable
+	groups      *groupCoordinator
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -49,6 +50,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.apis = newAPITable()
+	b.groups = newGroupCoordinator(cfg.Groups)
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, logger)
@@ -131,6 +133,7 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.closing.Store(true)
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
+		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}

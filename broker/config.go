@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sluice-mq/sluice/group"
 	"github.com/sluice-mq/sluice/segment"
 )
 
@@ -38,6 +39,8 @@ type Config struct {
 	Log segment.Config
 	// RetentionCheckInterval is how often retention runs over every log.
 	RetentionCheckInterval time.Duration
+	// Groups holds the consumer group coordinator's session bounds and initial rebalance delay.
+	Groups group.Config
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
@@ -61,6 +64,7 @@ func DefaultConfig() Config {
 		MaxMessageBytes:          1048588,
 		Log:                      segment.DefaultConfig(),
 		RetentionCheckInterval:   5 * time.Minute,
+		Groups:                   group.DefaultConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 	}
@@ -99,6 +103,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max frame bytes %d below 1024", c.MaxFrameBytes))
 	}
 	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Groups.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

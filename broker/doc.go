@@ -18,6 +18,12 @@
 //   - Fetch responses carry record bytes as file ranges (segment.Slice), never copied into the
 //     response buffer by the broker.
 //
-// Lock order: registry.mu, then partition.waiters.mu. No lock is held while calling into segment
-// or coordinator.
+// Consumer groups (groups.go): membership state machines from package group, one per group id, in
+// memory; committed offsets in the Raft coordinator. JoinGroup and SyncGroup requests wait parked in
+// their group and are answered by whichever request or group timer completes the rebalance;
+// OffsetCommit is answered from the coordinator's commit batcher callback.
+//
+// Lock order: registry.mu, then partition.waiters.mu; separately groupCoordinator.mu, then
+// groupEntry.mu. No lock is held while calling into segment or coordinator (the group lock is
+// released before offsets go to the coordinator).
 package broker

@@ -4,7 +4,10 @@ package broker
 // with partitions, leaders, leader epochs, replicas and ISR. Unknown topics are created when the
 // broker allows auto-creation and the request does (always for v0-v3); otherwise they answer
 // UNKNOWN_TOPIC_OR_PARTITION, and invalid names INVALID_TOPIC_EXCEPTION. Lookups by topic id alone
-// (v10+, null name) answer UNKNOWN_TOPIC_ID unless the id is known.
+// (v10+, null name) answer UNKNOWN_TOPIC_ID unless the id is known. __consumer_offsets is listed (with
+// all topics, or by name) as an internal topic of one partition led by this broker, because tools
+// look for it; it is not a log: committed offsets live in the Raft coordinator, producing to it
+// answers INVALID_TOPIC_EXCEPTION and fetching UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
@@ -41,6 +44,7 @@ func (b *Broker) handleMetadata(r *request, req *kmsg.MetadataRequest) {
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
+		resp.Topics = append(resp.Topics, b.consumerOffsetsMetadata())
 		for _, name := range meta.TopicNames() {
 			resp.Topics = append(resp.Topics, topicMetadata(meta.Topics[name]))
 		}
@@ -54,6 +58,10 @@ func (b *Broker) handleMetadata(r *request, req *kmsg.MetadataRequest) {
 			continue
 		}
 		name := *rt.Topic
+		if name == coordinator.ConsumerOffsetsTopic {
+			resp.Topics = append(resp.Topics, b.consumerOffsetsMetadata())
+			continue
+		}
 		if t, ok := meta.Topics[name]; ok {
 			resp.Topics = append(resp.Topics, topicMetadata(t))
 			continue
@@ -109,6 +117,17 @@ func (b *Broker) autoCreate(name string, allowed bool) kmsg.MetadataResponseTopi
 	}
 	rt.ErrorCode = protocol.LeaderNotAvailable.Code
 	return rt
+}
+
+// consumerOffsetsMetadata describes the internal __consumer_offsets topic: one partition, on this
+// broker, the group coordinator.
+func (b *Broker) consumerOffsetsMetadata() kmsg.MetadataResponseTopic {
+	node := b.config.NodeID
+	return topicMetadata(&coordinator.Topic{
+		Name:       coordinator.ConsumerOffsetsTopic,
+		Internal:   true,
+		Partitions: []coordinator.Partition{{Index: 0, Leader: node, Replicas: []int32{node}, ISR: []int32{node}}},
+	})
 }
 
 func topicMetadata(t *coordinator.Topic) kmsg.MetadataResponseTopic {

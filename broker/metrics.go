@@ -78,4 +78,5 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 		fmt.Fprintf(w, "sluice_partition_flushed_offset%s %d\n", labels, p.log.FlushedOffset())
 		fmt.Fprintf(w, "sluice_partition_size_bytes%s %d\n", labels, p.log.Size())
 	})
+	b.writeGroupLag(w)
 }

@@ -8,7 +8,8 @@ package broker
 // structure CORRUPT_MESSAGE; record count disagreeing with the offset delta, or a control batch sent
 // by a client, INVALID_RECORD; acks=-1 with fewer in-sync replicas than min.insync.replicas
 // NOT_ENOUGH_REPLICAS; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a failed log
-// KAFKA_STORAGE_ERROR; transactional producers (not served) TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// KAFKA_STORAGE_ERROR; transactional producers (not served) TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+// internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION.
 
 import (
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/segment"
 )
@@ -144,6 +146,11 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 
 // produceToPartition checks and appends one partition's batches.
 func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16) (*partition, segment.AppendResult, error) {
+	if coordinator.IsInternalTopicName(topic) {
+		// Kafka refuses client writes to internal topics this way; sluice's __consumer_offsets is
+		// not even a log (offsets live in the Raft coordinator).
+		return nil, segment.AppendResult{}, fmt.Errorf("broker: %s is internal: %w", topic, protocol.InvalidTopicException)
+	}
 	p, err := b.registry.partition(topic, index)
 	if err != nil {
 		return nil, segment.AppendResult{}, err

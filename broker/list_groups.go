@@ -1,0 +1,51 @@
+package broker
+
+// ListGroups v0-v4: every group with members state or committed offsets (the latter as Empty, with
+// no protocol type), filtered by state from v4 (state names compare case-insensitively, as in
+// Kafka). Refusals: not the metadata leader COORDINATOR_NOT_AVAILABLE.
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/group"
+	"github.com/sluice-mq/sluice/protocol"
+)
+
+func (b *Broker) handleListGroups(r *request, req *kmsg.ListGroupsRequest) {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if err := b.checkCoordinator(); err != nil {
+		resp.ErrorCode = protocol.CodeFor(err)
+		r.failed()
+		r.respond(resp)
+		return
+	}
+	summaries := b.groups.describe(nil)
+	for _, id := range b.coordinator.Offsets().Groups() {
+		if _, ok := summaries[id]; !ok {
+			summaries[id] = groupSummary{state: group.Empty}
+		}
+	}
+	wanted := func(state group.State) bool {
+		if len(req.StatesFilter) == 0 {
+			return true
+		}
+		for _, s := range req.StatesFilter {
+			if strings.EqualFold(s, state.String()) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, id := range sortedGroupKeys(summaries) {
+		summary := summaries[id]
+		if summary.state == group.Dead || !wanted(summary.state) {
+			continue
+		}
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState = id, summary.protocolType, summary.state.String()
+		resp.Groups = append(resp.Groups, rg)
+	}
+	r.respond(resp)
+}
