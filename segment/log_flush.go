@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -103,6 +104,7 @@ func (f *flusher) stop() {
 // flushOnce fdatasyncs the active segment up to what was appended when it started.
 func (f *flusher) flushOnce() {
 	l := f.log
+	runtime.Gosched()
 	l.appendMu.Lock()
 	if l.closed.Load() {
 		l.appendMu.Unlock()
