@@ -257,13 +257,14 @@ func (b *Broker) checkCoordinator() error {
 	return nil
 }
 
-// newMemberID makes a member id as Kafka does: the client id, a dash and a random UUID.
-func newMemberID(clientID *string) string {
+// newMemberID makes a member id as Kafka does: the instance id of a static member or else the
+// client id, a dash and a random UUID (clients recognize a static leader by that prefix).
+func newMemberID(clientID, instanceID *string) string {
 	var id [16]byte
 	rand.Read(id[:])
-	prefix := ""
-	if clientID != nil {
-		prefix = *clientID
+	prefix := optionalString(clientID)
+	if instanceID != nil {
+		prefix = *instanceID
 	}
 	text := hex.EncodeToString(id[:])
 	return fmt.Sprintf("%s-%s-%s-%s-%s-%s", prefix, text[:8], text[8:12], text[12:16], text[16:20], text[20:])

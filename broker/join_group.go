@@ -41,7 +41,7 @@ func (b *Broker) handleJoinGroup(r *request, req *kmsg.JoinGroupRequest) {
 		RebalanceTimeout:     time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
 		ProtocolType:         req.ProtocolType,
 		RequireKnownMemberID: req.Version >= 4,
-		NewMemberID:          newMemberID(r.header.ClientID),
+		NewMemberID:          newMemberID(r.header.ClientID, req.InstanceID),
 	}
 	if req.Version == 0 {
 		join.RebalanceTimeout = join.SessionTimeout

@@ -202,10 +202,13 @@ func (g *Group) replaceStaticMember(now time.Time, oldID string, req JoinRequest
 		out.sync(SyncResponse{Err: fenced, MemberID: oldID})
 	}
 	m := &Member{ID: req.NewMemberID, InstanceID: req.InstanceID, joinOrder: old.joinOrder, Assignment: old.Assignment}
-	changed := !sameProtocols(old.Protocols, req.Protocols) || old.ProtocolType != req.ProtocolType
 	g.updateMember(now, m, req)
 	delete(g.members, oldID)
 	g.members[m.ID] = m
+	// As Kafka: a restarted static member causes no rebalance unless it would change the selected
+	// protocol. Its metadata may differ (a restarted consumer owns nothing yet); the group keeps the
+	// assignment it has.
+	changed := old.ProtocolType != req.ProtocolType || g.state == Stable && g.selectProtocol() != g.protocol
 	g.staticMembers[m.InstanceID] = m.ID
 	if g.leader == oldID {
 		g.leader = m.ID
