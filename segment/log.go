@@ -240,8 +240,12 @@ func (l *Log) Close() error {
 	if l.failure.Load() == nil {
 		if err := active.seal(); err != nil {
 			errs = append(errs, err)
-		} else if err := markClean(l.dir); err != nil {
-			errs = append(errs, err)
+		} else {
+			// Everything appended is durable now: waiters it covers succeed, not ErrClosed.
+			l.flush.advance(active.nextOffset.Load())
+			if err := markClean(l.dir); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, s := range l.segmentList() {

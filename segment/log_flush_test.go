@@ -2,6 +2,7 @@ package segment
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,5 +54,35 @@ func TestFlushRacingTruncateDoesNotOverclaim(t *testing.T) {
 	}
 	if l.FlushedOffset() > l.LogEndOffset() {
 		t.Fatalf("flushed offset %d beyond log end %d", l.FlushedOffset(), l.LogEndOffset())
+	}
+}
+
+// Close fsyncs everything appended, so a waiter for appended offsets still pending at Close has its
+// data durable and must be told so, not handed ErrClosed (an acks=all producer would resend).
+func TestCloseReleasesCoveredWaitersWithSuccess(t *testing.T) {
+	dir := t.TempDir()
+	failures := 0
+	for i := 0; i < 40; i++ {
+		l := openLog(t, dir, smallConfig())
+		res, err := l.Append(testBatch(t, "c", 2, 30), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := make(chan error, 1)
+		l.NotifyFlushed(res.LastOffset, func(err error) { covered <- err })
+		beyond := make(chan error, 1)
+		l.NotifyFlushed(res.LastOffset+1, func(err error) { beyond <- err })
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-covered; err != nil {
+			failures++
+		}
+		if err := <-beyond; !errors.Is(err, ErrClosed) {
+			t.Fatalf("waiter beyond the log end after Close: %v", err)
+		}
+	}
+	if failures > 0 {
+		t.Fatalf("%d of 40 waiters for data Close made durable got an error", failures)
 	}
 }
