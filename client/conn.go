@@ -62,7 +62,8 @@ type brokerConn struct {
 	write struct {
 		sync.Mutex
 		correlationID int32
-		buffer        []byte
+		buffer        []byte // encoded request (or, for produce, its fields between batches)
+		header        []byte // scratch for a produce request's header
 	}
 
 	closeOnce  sync.Once
@@ -179,13 +180,20 @@ func (c *brokerConn) send(req kmsg.Request, extraWait time.Duration, expectRespo
 	}
 	c.write.correlationID++
 	correlationID := c.write.correlationID
-	buffer := append(c.write.buffer[:0], 0, 0, 0, 0)
-	buffer = protocol.AppendRequestHeader(buffer, protocol.RequestHeader{
-		APIKey: req.Key(), APIVersion: version, CorrelationID: correlationID, ClientID: c.clientID,
-	})
-	buffer = req.AppendTo(buffer)
-	binary.BigEndian.PutUint32(buffer, uint32(len(buffer)-4))
-	c.write.buffer = buffer
+	header := protocol.RequestHeader{APIKey: req.Key(), APIVersion: version, CorrelationID: correlationID, ClientID: c.clientID}
+	var frame net.Buffers
+	if produce, ok := req.(*kmsg.ProduceRequest); ok && version >= 3 && version <= 11 {
+		// Record batches go to the socket from where they are, not through a copy.
+		c.write.header = protocol.AppendRequestHeader(c.write.header[:0], header)
+		frame, c.write.buffer = appendProduceFrame(c.write.buffer, c.write.header, version, produce)
+	} else {
+		buffer := append(c.write.buffer[:0], 0, 0, 0, 0)
+		buffer = protocol.AppendRequestHeader(buffer, header)
+		buffer = req.AppendTo(buffer)
+		binary.BigEndian.PutUint32(buffer, uint32(len(buffer)-4))
+		c.write.buffer = buffer
+		frame = net.Buffers{buffer}
+	}
 	if expectResponse {
 		p := &pendingRequest{correlationID: correlationID, request: req, deadline: time.Now().Add(c.timeout + extraWait), done: done}
 		select {
@@ -197,7 +205,7 @@ func (c *brokerConn) send(req kmsg.Request, extraWait time.Duration, expectRespo
 		}
 	}
 	c.netConn.SetWriteDeadline(time.Now().Add(c.timeout))
-	_, err := c.netConn.Write(buffer)
+	_, err := frame.WriteTo(c.netConn)
 	if cap(c.write.buffer) > 4<<20 {
 		c.write.buffer = nil // do not pin a huge buffer for small requests
 	}

@@ -158,8 +158,9 @@ func (p *Producer) Produce(ctx context.Context, r *Record, callback func(*Record
 	if err != nil {
 		return err
 	}
+	now := time.Now() // one clock read per record: it is a measurable share of Produce
 	if r.Timestamp.IsZero() {
-		r.Timestamp = time.Now()
+		r.Timestamp = now
 	}
 	if size, _ := recordSize(r, 0, 0); batch.HeaderSize+size+16 > p.cfg.batchMaxBytes {
 		return fmt.Errorf("%w: %d bytes encoded, batches hold at most %d", ErrRecordTooLarge, size, p.cfg.batchMaxBytes)
@@ -177,7 +178,6 @@ func (p *Producer) Produce(ctx context.Context, r *Record, callback func(*Record
 		callback = func(*Record, error) {}
 	}
 	r.Offset = -1
-	now := time.Now()
 	var wake bool
 	if partition == AnyPartition {
 		wake = p.appendSticky(topic, r, callback, charge, now)
