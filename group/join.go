@@ -126,17 +126,10 @@ func (g *Group) checkProtocols(req JoinRequest, except string) error {
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
 		return fmt.Errorf("group %q: join without a protocol type or protocols: %w", g.id, protocol.InconsistentGroupProtocol)
 	}
-	others := 0
-	for id, m := range g.members {
-		if id == except {
-			continue
-		}
-		others++
-		if m.ProtocolType != req.ProtocolType {
-			return fmt.Errorf("group %q: protocol type %q, the group's is %q: %w", g.id, req.ProtocolType, m.ProtocolType, protocol.InconsistentGroupProtocol)
-		}
+	if len(g.members) > 0 && req.ProtocolType != g.protocolType {
+		return fmt.Errorf("group %q: protocol type %q, the group's is %q: %w", g.id, req.ProtocolType, g.protocolType, protocol.InconsistentGroupProtocol)
 	}
-	if others == 0 {
+	if len(g.members) == 0 || len(g.members) == 1 && g.members[except] != nil {
 		return nil
 	}
 	for _, p := range req.Protocols {
