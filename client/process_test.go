@@ -26,6 +26,15 @@ var (
 	servingLine   = regexp.MustCompile(`msg="broker serving" listen=(\S+)`)
 )
 
+// TestMain removes the sluiced binary buildSluiced may have built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sluicedBinary != "" {
+		os.RemoveAll(filepath.Dir(sluicedBinary))
+	}
+	os.Exit(code)
+}
+
 // buildSluiced builds cmd/sluiced once per test binary run.
 func buildSluiced(t *testing.T) string {
 	t.Helper()
