@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -84,5 +85,38 @@ func TestCloseReleasesCoveredWaitersWithSuccess(t *testing.T) {
 	}
 	if failures > 0 {
 		t.Fatalf("%d of 40 waiters for data Close made durable got an error", failures)
+	}
+}
+
+// A flush may sample the active segment just before Truncate retires it and retention (with no
+// delete delay) closes it. The flush must then neither fail the log nor touch the closed descriptor
+// (go test -race reports the latter).
+func TestFlushOfSegmentClosedByRetention(t *testing.T) {
+	cfg := smallConfig()
+	cfg.FileDeleteDelay = 0
+	cfg.Flush = FlushOnAppend
+	l := openLog(t, t.TempDir(), cfg)
+	defer l.Close()
+	raw := testBatch(t, "r", 2, 40)
+	for i := 0; i < 300; i++ {
+		first, err := l.Append(bytes.Clone(raw), 0)
+		if err != nil {
+			t.Fatalf("iteration %d: %v", i, err)
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(bytes.Clone(raw), 0); err != nil { // pokes the flusher at the new segment
+			t.Fatal(err)
+		}
+		if err := l.Truncate(first.BaseOffset); err != nil { // back into the previous segment: retires it...
+			t.Fatal(err)
+		}
+		if _, err := l.ApplyRetention(); err != nil { // ...and closes it
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,6 +45,14 @@ type segment struct {
 	bytesSinceIndex    int64     // bytes appended since the last offset index entry
 	firstAppend        time.Time // when the first batch was appended, for age-based rolls
 	allocated          int64     // bytes preallocated in the file
+
+	// closing keeps close from pulling the descriptor from under the flusher, which syncs outside
+	// appendMu a segment it sampled as active: Truncate may retire it and retention close it
+	// meanwhile. sync holds it shared; close holds it to set closed.
+	closing struct {
+		sync.RWMutex
+		closed bool
+	}
 }
 
 func segmentName(dir string, baseOffset int64, suffix string) string {
@@ -185,7 +194,14 @@ func (s *segment) seal() error {
 	return s.times.Seal()
 }
 
+// sync fdatasyncs the data file. A segment closed since (retired by Truncate or retention) has
+// nothing left to sync: rolling sealed its data, or Truncate cut it.
 func (s *segment) sync() error {
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	if s.closing.closed {
+		return nil
+	}
 	if err := unix.Fdatasync(int(s.file.Fd())); err != nil {
 		return fmt.Errorf("segment: fdatasync %s: %w", s.dataPath, err)
 	}
@@ -193,6 +209,9 @@ func (s *segment) sync() error {
 }
 
 func (s *segment) close() error {
+	s.closing.Lock()
+	s.closing.closed = true
+	s.closing.Unlock()
 	return errors.Join(s.file.Close(), s.offsets.Close(), s.times.Close())
 }
 
