@@ -140,10 +140,16 @@ func (f *flusher) flushOnce() {
 	}
 	f.mu.Unlock()
 	if due {
-		// Index entries are written before the recovery point that lets recovery trust them.
-		active.offsets.Flush()
-		active.times.Flush()
-		l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: position, nextOffset: next})
+		// Index writes must be serialized with Append and Truncate (package index), and the
+		// point is only worth writing while this segment is still the active, untruncated one.
+		l.appendMu.Lock()
+		if !l.closed.Load() && l.activeSegment() == active && f.truncationCount() == truncations {
+			// Index entries are written before the recovery point that lets recovery trust them.
+			active.offsets.Flush()
+			active.times.Flush()
+			l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: position, nextOffset: next})
+		}
+		l.appendMu.Unlock()
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluice-mq/sluice/index"
 )
 
 // A group-commit fsync that was in flight when Truncate cut the log must not then claim the cut
@@ -118,5 +120,49 @@ func TestFlushOfSegmentClosedByRetention(t *testing.T) {
 	}
 	if err := l.Sync(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The flusher writes index entries at its checkpoints while the writer appends and truncates. After
+// a clean close every entry in the index files must still name the batch it claims.
+func TestIndexCheckpointsRacingTruncate(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.IndexIntervalBytes = 1 // an entry for every batch
+	cfg.CheckpointInterval = 0 // index flush at every group commit
+	cfg.Flush = FlushOnAppend
+	dir := t.TempDir()
+	l := openLog(t, dir, cfg)
+	gen := newBatchGen(12)
+	for i := 0; i < 400; i++ {
+		var last AppendResult
+		for n := 0; n < 4; n++ {
+			res, err := l.Append(gen.next(2, 40), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = res
+		}
+		if err := l.Truncate(last.BaseOffset - 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	for _, s := range l.segmentList() {
+		r := newHeaderReader(s.file, s.size.Load())
+		for _, e := range s.offsets.Entries() {
+			if h, err := r.at(e.Position); err != nil || h.BaseOffset != e.Offset {
+				t.Fatalf("offset index entry %+v names a batch at offset %d (%v)", e, h.BaseOffset, err)
+			}
+		}
+		for _, e := range s.times.Entries() {
+			if _, h, err := s.scanFor(r, index.OffsetEntry{Offset: s.baseOffset}, e.Offset); err != nil || h.BaseOffset != e.Offset || h.MaxTimestamp != e.Timestamp {
+				t.Fatalf("time index entry %+v names batch %+v (%v)", e, h, err)
+			}
+		}
 	}
 }
