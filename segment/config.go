@@ -45,7 +45,7 @@ func ParseFlushPolicy(s string) (FlushPolicy, error) {
 
 // Config configures one log. It may be replaced at runtime with Log.SetConfig.
 type Config struct {
-	// SegmentBytes is the size a segment is preallocated to and rolled at. Kafka: segment.bytes.
+	// SegmentBytes is the size a segment rolls at and is preallocated up to. Kafka: segment.bytes.
 	SegmentBytes int64
 	// SegmentAge rolls a segment whose first append is older than this (0: never). Kafka: segment.ms.
 	SegmentAge time.Duration
@@ -53,8 +53,10 @@ type Config struct {
 	IndexIntervalBytes int64
 	// MaxIndexEntries bounds each segment's offset and time index; a full index rolls the segment.
 	MaxIndexEntries int
-	// Preallocate the data file to SegmentBytes with fallocate.
-	Preallocate bool
+	// Preallocate the data file with fallocate, in PreallocateStep steps up to SegmentBytes (the whole
+	// segment at once when the step is 0), so that appends do not grow the file write by write.
+	Preallocate     bool
+	PreallocateStep int64
 	// Flush policy and, for FlushOnInterval, its period.
 	Flush         FlushPolicy
 	FlushInterval time.Duration
@@ -80,6 +82,7 @@ func DefaultConfig() Config {
 		IndexIntervalBytes: 4096,
 		MaxIndexEntries:    (10 << 20) / 8,
 		Preallocate:        true,
+		PreallocateStep:    64 << 20,
 		Flush:              FlushByOS,
 		FlushInterval:      time.Second,
 		RetentionTime:      7 * 24 * time.Hour,
@@ -106,6 +109,9 @@ func (c Config) Validate() error {
 	}
 	if c.Flush < FlushByOS || c.Flush > FlushOnInterval {
 		errs = append(errs, fmt.Errorf("unknown flush policy %d", c.Flush))
+	}
+	if c.PreallocateStep < 0 {
+		errs = append(errs, fmt.Errorf("preallocate step %d must not be negative", c.PreallocateStep))
 	}
 	if c.SegmentAge < 0 || c.FileDeleteDelay < 0 || c.CheckpointInterval < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))

@@ -106,7 +106,7 @@ func (l *Log) Append(raw []byte, leaderEpoch int32) (AppendResult, error) {
 		next += int64(h.LastOffsetDelta) + 1
 		position += int64(h.Size())
 	}
-	if err := active.write(raw, next); err != nil {
+	if err := active.write(raw, next, cfg); err != nil {
 		// Nothing was published; bytes that reached the file lie beyond the logical end and are
 		// overwritten by the next append (recovery discards them as a torn tail).
 		l.undoIndexLocked(active, startPosition, result.BaseOffset)

@@ -368,10 +368,8 @@ func (s *segment) reopenActive(cfg *Config) error {
 		}
 		s.allocated = size
 	}
-	if cfg.Preallocate && size < cfg.SegmentBytes {
-		if err := s.preallocate(cfg.SegmentBytes); err != nil {
-			return err
-		}
+	if err := s.reserve(size+1, cfg); err != nil {
+		return err
 	}
 	if size > 0 {
 		s.firstAppend = cfg.now() // age is counted from reopening: Kafka does the same

@@ -111,9 +111,7 @@ func (l *Log) Truncate(offset int64) error {
 		errs = append(errs, fmt.Errorf("segment: truncate %s at %d: %w", s.dataPath, position, err))
 	}
 	s.allocated = position
-	if cfg.Preallocate {
-		errs = append(errs, s.preallocate(max(cfg.SegmentBytes, position)))
-	}
+	errs = append(errs, s.reserve(position+1, cfg))
 	// Recompute the writer state from the last trusted index entry.
 	errs = append(errs, s.recover(s.offsets.Lookup(newEnd), cfg))
 	s.allocated = max(s.allocated, position)

@@ -89,3 +89,48 @@ func TestAppendReadRollReopen(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestPreallocationInSteps: a segment reserves disk a step at a time, up to the segment size, and
+// reopening keeps the reservation ahead of the logical end.
+func TestPreallocationInSteps(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.PreallocateStep = 64 << 10
+	l := openLog(t, dir, cfg)
+	fileSize := func() int64 {
+		t.Helper()
+		info, err := l.activeSegment().file.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	if got := fileSize(); got != 64<<10 {
+		t.Fatalf("new segment file is %d bytes, want one step", got)
+	}
+	for l.activeSegment().size.Load() < 100<<10 {
+		if _, err := l.Append(testBatch(t, "x", 10, 100), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fileSize(); got != 128<<10 {
+		t.Fatalf("after 100 KiB the file is %d bytes, want two steps", got)
+	}
+	for l.SegmentCount() == 1 {
+		if _, err := l.Append(testBatch(t, "y", 10, 100), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sealed := l.segmentList()[0]; sealed.allocated != sealed.size.Load() || sealed.size.Load() > cfg.SegmentBytes {
+		t.Fatalf("sealed segment: allocated %d, size %d", sealed.allocated, sealed.size.Load())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	if got, size := fileSize(), l.activeSegment().size.Load(); got <= size || got > size+64<<10 {
+		t.Fatalf("reopened active segment: file %d bytes for %d bytes of data", got, size)
+	}
+}

@@ -104,13 +104,26 @@ func createSegment(dir string, baseOffset int64, cfg *Config) (*segment, error) 
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Preallocate {
-		if err := s.preallocate(cfg.SegmentBytes); err != nil {
-			s.remove()
-			return nil, err
-		}
+	if err := s.reserve(1, cfg); err != nil {
+		s.remove()
+		return nil, err
 	}
 	return s, nil
+}
+
+// reserve makes sure the file is preallocated at least up to end: when it is not, it preallocates
+// the next Config.PreallocateStep bytes (the whole segment when the step is 0), never past the
+// segment size unless end itself is past it. Appends therefore grow the file once per step, not once
+// per write, and an idle partition holds one step of disk rather than a whole segment.
+func (s *segment) reserve(end int64, cfg *Config) error {
+	if !cfg.Preallocate || end <= s.allocated {
+		return nil
+	}
+	target := cfg.SegmentBytes
+	if cfg.PreallocateStep > 0 {
+		target = min(s.allocated+cfg.PreallocateStep, cfg.SegmentBytes)
+	}
+	return s.preallocate(max(target, end))
 }
 
 // preallocate reserves size bytes so that appends do not allocate blocks or grow the file.
@@ -127,8 +140,11 @@ func (s *segment) preallocate(size int64) error {
 }
 
 // write appends raw (whole batches already assigned offsets) at the logical end and publishes it.
-func (s *segment) write(raw []byte, nextOffset int64) error {
+func (s *segment) write(raw []byte, nextOffset int64, cfg *Config) error {
 	position := s.size.Load()
+	if err := s.reserve(position+int64(len(raw)), cfg); err != nil {
+		return err // ENOSPC lands here, before anything is written
+	}
 	if _, err := s.file.WriteAt(raw, position); err != nil {
 		return fmt.Errorf("segment: write %d bytes at %s:%d: %w", len(raw), s.dataPath, position, err)
 	}
