@@ -294,4 +294,3 @@ func TestCleanRestartAndSendfile(t *testing.T) {
 		t.Fatalf("after restart %d records", len(got))
 	}
 }
-
