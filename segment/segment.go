@@ -291,9 +291,10 @@ func (r *headerReader) at(position int64) (batch.Header, error) {
 // offsets stay dense after it, and if not starts again from the segment start, which needs no index.
 func (s *segment) positionOf(r *headerReader, offset int64) (int64, batch.Header, error) {
 	entry := s.offsets.Lookup(offset)
+	start := index.OffsetEntry{Offset: s.baseOffset}
 	position, h, err := s.scanFor(r, entry, offset)
-	if err != nil && entry.Position > 0 {
-		position, h, err = s.scanFor(r, index.OffsetEntry{Offset: s.baseOffset}, offset)
+	if err != nil && entry != start { // a damaged entry may sit at position 0 too
+		position, h, err = s.scanFor(r, start, offset)
 	}
 	if err != nil {
 		return 0, h, fmt.Errorf("segment %d: find offset %d: %w", s.baseOffset, offset, err)
