@@ -25,6 +25,8 @@ const (
 	commandCommitOffsets          commandType = 8
 	commandDeleteGroupOffsets     commandType = 9
 	commandDeletePartitionOffsets commandType = 10
+	// Producer ids (producer_ids.go).
+	commandAllocateProducerIDs commandType = 11
 )
 
 func (t commandType) String() string {
@@ -49,6 +51,8 @@ func (t commandType) String() string {
 		return "delete-group-offsets"
 	case commandDeletePartitionOffsets:
 		return "delete-partition-offsets"
+	case commandAllocateProducerIDs:
+		return "allocate-producer-ids"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -80,8 +84,9 @@ type command interface {
 // applyResult is what the FSM hands back to the proposer through the Raft
 // future.
 type applyResult struct {
-	topic *Topic
-	err   error
+	topic       *Topic
+	producerIDs ProducerIDBlock
+	err         error
 }
 
 // encodeCommand lays out a command as
@@ -130,6 +135,8 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &deleteGroupOffsetsCommand{}
 	case commandDeletePartitionOffsets:
 		c = &deletePartitionOffsetsCommand{}
+	case commandAllocateProducerIDs:
+		c = &allocateProducerIDsCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}

@@ -29,12 +29,13 @@
 //	1 noop   2 init-cluster   3 register-broker   4 create-topic
 //	5 delete-topic   6 create-partitions   7 alter-topic-configs
 //	8 commit-offsets   9 delete-group-offsets   10 delete-partition-offsets
+//	11 allocate-producer-ids
 //
 // New commands (voters, ...) take new type numbers; existing numbers and
 // JSON field names never change meaning. A node that meets a type it does
 // not know panics rather than diverge. Snapshots are one JSON document
-// (snapshotFile) with a format number (2 since consumer offsets; 1 is still
-// read).
+// (snapshotFile) with a format number (3 since producer ids, 2 since
+// consumer offsets; 1 and 2 are still read).
 //
 // # Consumer offsets
 //
@@ -50,6 +51,14 @@
 // coordinator); application stores what it is given. Offsets of a deleted
 // topic are not dropped by delete-topic (whose meaning is fixed).
 //
+// # Producer ids
+//
+// Idempotent producers get ids that must be unique for the cluster's
+// lifetime. Brokers reserve them in blocks (AllocateProducerIDs, one
+// allocate-producer-ids entry per block) and hand them out from memory; the
+// next free id is replicated state beside Metadata, like offsets, and is in
+// snapshots. Ids of a block a broker did not finish are lost, never reused.
+//
 // # Invariants
 //
 //   - A published *Metadata and everything reachable from it is immutable;
@@ -63,6 +72,7 @@
 //   - The cluster id is set once, by the first leader, and never changes.
 //   - Partitions[i].Index == i; a new partition's leader is its first
 //     replica, at epoch 0, with ISR == Replicas.
+//   - The next free producer id never decreases; blocks never overlap.
 //
 // # Concurrency
 //

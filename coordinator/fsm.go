@@ -24,6 +24,9 @@ type fsm struct {
 	// offsets is the consumer offsets as of the last applied offsets entry; written only by the
 	// Raft FSM goroutine, read by anyone.
 	offsets atomic.Pointer[Offsets]
+	// nextProducerID is the first producer id not yet reserved (producer_ids.go); written only by
+	// the Raft FSM goroutine, read by anyone. Invariant: it never decreases.
+	nextProducerID atomic.Int64
 	// publish hands every new state to the view. It must not block.
 	publish func(*Metadata)
 	logger  *slog.Logger
@@ -52,6 +55,11 @@ func (f *fsm) Apply(entry *raft.Log) any {
 		f.logger.Error("coordinator: rejected malformed raft entry", "index", entry.Index, "error", err)
 		return applyResult{err: err}
 	}
+	if pc, ok := c.(producerIDsCommand); ok {
+		next, result := pc.applyProducerIDs(f.nextProducerID.Load())
+		f.nextProducerID.Store(next)
+		return result
+	}
 	if oc, ok := c.(offsetsCommand); ok {
 		next, result := oc.applyOffsets(f.offsets.Load())
 		if next != nil {
@@ -70,8 +78,9 @@ func (f *fsm) Apply(entry *raft.Log) any {
 }
 
 // snapshotFormat is the version of the snapshot layout below. Format 2 added Offsets and
-// OffsetsIndex; format 1 snapshots (no offsets) are still read.
-const snapshotFormat = 2
+// OffsetsIndex, format 3 NextProducerID; formats 1 (no offsets) and 2 (no producer ids: none had
+// been reserved) are still read.
+const snapshotFormat = 3
 
 // snapshotFile is the JSON document a snapshot holds. Brokers and topics are
 // sorted so equal states produce equal bytes.
@@ -84,12 +93,14 @@ type snapshotFile struct {
 	// OffsetsIndex and Offsets hold the consumer offsets (Offsets.Index and every commit, sorted).
 	OffsetsIndex uint64         `json:"offsetsIndex,omitempty"`
 	Offsets      []OffsetCommit `json:"offsets,omitempty"`
+	// NextProducerID is the first producer id not yet reserved.
+	NextProducerID int64 `json:"nextProducerID,omitempty"`
 }
 
 // Snapshot captures the current state. States are immutable, so capturing
 // is taking the pointer.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load()}, nil
+	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load(), nextProducerID: f.nextProducerID.Load()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -99,8 +110,11 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	if err := json.NewDecoder(snapshot).Decode(&file); err != nil {
 		return fmt.Errorf("coordinator: decode snapshot: %w", err)
 	}
-	if file.Format != 1 && file.Format != snapshotFormat {
-		return fmt.Errorf("coordinator: snapshot format %d, this version reads 1 and %d", file.Format, snapshotFormat)
+	if file.Format < 1 || file.Format > snapshotFormat {
+		return fmt.Errorf("coordinator: snapshot format %d, this version reads 1 to %d", file.Format, snapshotFormat)
+	}
+	if file.NextProducerID < 0 {
+		return fmt.Errorf("coordinator: snapshot holds next producer id %d", file.NextProducerID)
 	}
 	state := emptyMetadata()
 	state.Version = file.Version
@@ -118,13 +132,15 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	offsets.Index = file.OffsetsIndex
 	f.state.Store(state)
 	f.offsets.Store(offsets)
+	f.nextProducerID.Store(file.NextProducerID)
 	f.publish(state)
 	return nil
 }
 
 type fsmSnapshot struct {
-	state   *Metadata
-	offsets *Offsets
+	state          *Metadata
+	offsets        *Offsets
+	nextProducerID int64
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -136,6 +152,8 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		Topics:       make([]*Topic, 0, len(s.state.Topics)),
 		OffsetsIndex: s.offsets.Index,
 		Offsets:      s.offsets.sortedCommits(),
+
+		NextProducerID: s.nextProducerID,
 	}
 	for _, id := range s.state.BrokerIDs() {
 		file.Brokers = append(file.Brokers, s.state.Brokers[id])
