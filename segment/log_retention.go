@@ -112,8 +112,9 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	s.allocated = position
 	errs = append(errs, s.reserve(position+1, cfg))
-	// Recompute the writer state from the last trusted index entry.
-	errs = append(errs, s.recover(s.offsets.Lookup(newEnd), cfg))
+	// Recompute the writer state from the newest index entry whose batch checks out: one loaded
+	// from a damaged file would otherwise set the log end to whatever it claims.
+	errs = append(errs, s.recover(s.verifiedEntry(position, cfg), cfg))
 	s.allocated = max(s.allocated, position)
 	if err := errors.Join(errs...); err != nil {
 		l.fail(err)
