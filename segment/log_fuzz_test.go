@@ -228,14 +228,41 @@ func TestReadsSurviveDamagedIndexEntry(t *testing.T) {
 				at := entry*index.OffsetEntrySize + field
 				binary.BigEndian.PutUint32(damaged[at:], uint32(int32(binary.BigEndian.Uint32(damaged[at:]))+delta))
 				t.Run(fmt.Sprintf("entry%d/field%d/%+d", entry, field, delta), func(t *testing.T) {
-					l, err := Open(b.materialize(t, map[string][]byte{stem + offsetSuffix: damaged}), b.cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer l.abandon()
-					checkIndexLookups(t, l, b.batches)
+					checkDamagedIndex(t, b, damaged)
 				})
 			}
 		}
+	}
+	// A garbage first entry at position 0 beside valid ones (found by FuzzRecoverIndexes).
+	garbageFirst := append([]byte{0, 0, 0, 7, 0, 0, 0, 0}, clean[index.OffsetEntrySize:]...)
+	t.Run("garbage-first-entry", func(t *testing.T) { checkDamagedIndex(t, b, garbageFirst) })
+}
+
+// checkDamagedIndex opens the flushed base log with the given active offset index, checks every
+// lookup, then truncates to offsets across the active segment (from fresh copies): Truncate must
+// also not take a damaged entry's word for where batches are.
+func checkDamagedIndex(t *testing.T, b *fuzzBase, offsets []byte) {
+	t.Helper()
+	stem := b.activeName[:len(b.activeName)-len(dataSuffix)]
+	open := func() *Log {
+		l, err := Open(b.materialize(t, map[string][]byte{stem + offsetSuffix: offsets}), b.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open()
+	checkIndexLookups(t, l, b.batches)
+	l.abandon()
+	end := b.batches[len(b.batches)-1].last + 1
+	for target := b.activeBase + 1; target < end; target += 3 {
+		l := open()
+		if err := l.Truncate(target); err != nil {
+			t.Fatal(err)
+		}
+		m := &logModel{batches: b.batches, end: end}
+		m.truncate(target)
+		checkBatches(t, l, m.batches)
+		l.abandon()
 	}
 }
