@@ -187,6 +187,15 @@ func FuzzRecoverIndexes(f *testing.F) {
 		}
 		defer l.abandon()
 		checkIndexLookups(t, l, b.batches)
+		// Truncate inside the active segment, where the fuzzed entries are.
+		end := b.batches[len(b.batches)-1].last + 1
+		target := b.activeBase + 1 + int64(len(offsets)+len(times))%(end-b.activeBase-1)
+		if err := l.Truncate(target); err != nil {
+			t.Fatal(err)
+		}
+		m := &logModel{batches: b.batches, end: end}
+		m.truncate(target)
+		checkBatches(t, l, m.batches)
 	})
 }
 
