@@ -29,6 +29,7 @@ type Broker struct {
 	advertised  hostPort
 	apis        apiTable
 	groups      *groupCoordinator
+	producerIDs *producerIDAllocator
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -70,6 +71,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if b.coordinator, err = coordinator.Open(ctx, coordCfg); err != nil {
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
+	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.apply)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()

@@ -19,6 +19,8 @@ type partition struct {
 	topicID [16]byte
 	log     *segment.Log
 	state   atomic.Pointer[partitionState]
+	// producers is the idempotent producer state (producer_state.go).
+	producers producerStates
 
 	// waiters are fetches parked until this partition's log grows, keyed by their owner.
 	waiters struct {

@@ -9,7 +9,10 @@ package broker
 // by a client, INVALID_RECORD; acks=-1 with fewer in-sync replicas than min.insync.replicas
 // NOT_ENOUGH_REPLICAS; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a failed log
 // KAFKA_STORAGE_ERROR; transactional producers (not served) TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-// internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION.
+// internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
+// idempotence rules of producer_sequence.go: a fenced epoch INVALID_PRODUCER_EPOCH, a sequence gap
+// OUT_OF_ORDER_SEQUENCE_NUMBER, a negative sequence INVALID_RECORD, and a duplicate of one of the
+// producer's last five batches success with its original offset, appending nothing.
 
 import (
 	"errors"
@@ -175,9 +178,15 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	if acks == -1 && state.isrSize < state.minInsync {
 		return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", state.isrSize, state.minInsync, protocol.NotEnoughReplicas)
 	}
-	appended, err := p.log.Append(records, state.leaderEpoch)
+	appended, duplicate, err := p.appendRecords(records, state.leaderEpoch)
+	if refused := (protocol.ErrorCode{}); errors.As(err, &refused) {
+		return p, appended, err // refused by the idempotence rules (producer_state.go)
+	}
 	if err != nil {
 		return p, appended, fmt.Errorf("broker: append to %s-%d: %w", topic, index, appendErrorCode(err))
+	}
+	if duplicate {
+		return p, appended, nil // answered with the original offsets; nothing appended
 	}
 	b.metrics.producedBytes.Add(len(records))
 	b.metrics.producedRecords.Add(int(appended.LastOffset - appended.BaseOffset + 1))

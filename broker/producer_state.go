@@ -1,0 +1,198 @@
+package broker
+
+// Per-partition idempotent producer state: the entries the rules in producer_sequence.go read, and
+// the lock that makes check, append and record one step for every idempotent produce to a partition.
+//
+// State lives in memory only. After a broker restart (or after a producer is evicted, see
+// maxProducersPerPartition) a partition does not know a producer, and its next batch starts the
+// producer's state whatever its sequence, as Kafka does for a producer whose state it lost. What is
+// given up: a retry of a batch appended just before the restart is appended again (at-least-once
+// across a broker restart; exactly-once between restarts). The alternative, rebuilding the state from
+// the producer fields of the last batches' headers when a log opens, needs a backwards walk the log
+// does not offer cheaply; it is left for when the log keeps a producer snapshot beside its segments,
+// as Kafka does.
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+// maxProducersPerPartition bounds the producers a partition remembers. Beyond it the least
+// recently written one is forgotten (Kafka expires idle producers after producer.id.expiration.ms,
+// a day, instead). A forgotten producer is unknown again: its next batch is accepted as a start.
+const maxProducersPerPartition = 10_000
+
+// producerStates is one partition's idempotent producers.
+type producerStates struct {
+	// mu is held from the sequence check through the log append to the state update, never across a
+	// wait for durability. Lock order: after registry.mu; nothing is locked while holding it except
+	// the log's own append lock (inside Append).
+	mu struct {
+		sync.Mutex
+		byID map[int64]*trackedProducer
+		// writes counts state updates; trackedProducer.lastWrite orders producers for eviction.
+		writes uint64
+	}
+}
+
+type trackedProducer struct {
+	entry     producerEntry
+	lastWrite uint64
+}
+
+// pendingBatch is one idempotent batch of an append being checked.
+type pendingBatch struct {
+	sequence    batchSequence
+	offsetDelta int64 // offset of its first record relative to the append's first
+	// entry and known are what the partition knows about the producer before this batch.
+	entry producerEntry
+	known bool
+}
+
+// appendRecords appends one partition's batches, applying the idempotence rules to those with a
+// producer id. duplicate reports a batch the partition already holds: result then names its
+// original offsets and nothing was appended.
+func (p *partition) appendRecords(records []byte, leaderEpoch int32) (result segment.AppendResult, duplicate bool, err error) {
+	var space [4]pendingBatch
+	pending := space[:0]
+	offsetDelta := int64(0)
+	for position := 0; position < len(records); {
+		h, err := batch.ParseHeader(records[position:])
+		if err != nil {
+			break // Append reports it precisely
+		}
+		if h.ProducerID >= 0 {
+			pending = append(pending, pendingBatch{
+				sequence: batchSequence{
+					producerID:      h.ProducerID,
+					epoch:           h.ProducerEpoch,
+					firstSequence:   h.BaseSequence,
+					lastOffsetDelta: h.LastOffsetDelta,
+				},
+				offsetDelta: offsetDelta,
+			})
+		}
+		offsetDelta += int64(h.LastOffsetDelta) + 1
+		position += h.Size()
+	}
+	if len(pending) == 0 {
+		result, err = p.log.Append(records, leaderEpoch)
+		return result, false, err
+	}
+
+	states := &p.producers
+	states.mu.Lock()
+	defer states.mu.Unlock()
+	for i := range pending {
+		b := &pending[i]
+		b.entry, b.known = states.lookupLocked(b.sequence.producerID, pending[:i])
+		verdict, original := checkSequence(b.entry, b.known, b.sequence)
+		if verdict == sequenceDuplicate && original.baseOffset < 0 {
+			// It repeats an earlier batch of this same append (offsets not yet assigned): as in
+			// Kafka, only batches already in the log are duplicates; this one is out of order.
+			verdict = sequenceOutOfOrder
+		}
+		if verdict == sequenceAppend {
+			continue
+		}
+		// A broken batch is refused as broken, whatever its header claims.
+		if _, err := batch.Scan(records, nil); err != nil {
+			return segment.AppendResult{}, false, fmt.Errorf("segment: append to %s: %w", p.log.Dir(), err)
+		}
+		if verdict == sequenceDuplicate {
+			// As Kafka, a duplicate anywhere in the append answers for the whole append.
+			return segment.AppendResult{BaseOffset: original.baseOffset, LastOffset: original.lastOffset}, true, nil
+		}
+		return segment.AppendResult{}, false, sequenceError(verdict, b.sequence, b.entry, p)
+	}
+	result, err = p.log.Append(records, leaderEpoch)
+	if err != nil {
+		return result, false, err
+	}
+	for i := range pending {
+		b := &pending[i]
+		b.entry = b.entry.withAppended(b.known, b.sequence, result.BaseOffset+b.offsetDelta)
+		// Later batches of the same producer in this append see this one as known.
+		for j := i + 1; j < len(pending); j++ {
+			if pending[j].sequence.producerID == b.sequence.producerID {
+				pending[j].entry, pending[j].known = b.entry, true
+			}
+		}
+	}
+	for i := range pending {
+		if last := lastOfProducer(pending, i); last {
+			states.storeLocked(pending[i].sequence.producerID, pending[i].entry)
+		}
+	}
+	return result, false, nil
+}
+
+// lastOfProducer reports whether pending[i] is the last batch of its producer in pending.
+func lastOfProducer(pending []pendingBatch, i int) bool {
+	for _, later := range pending[i+1:] {
+		if later.sequence.producerID == pending[i].sequence.producerID {
+			return false
+		}
+	}
+	return true
+}
+
+// lookupLocked finds what is known about a producer before the next batch: from an earlier batch of
+// the same append if there is one (as if it were already appended), else from the state.
+func (s *producerStates) lookupLocked(producerID int64, earlier []pendingBatch) (entry producerEntry, known bool) {
+	for i := len(earlier) - 1; i >= 0; i-- {
+		if b := earlier[i]; b.sequence.producerID == producerID {
+			// Offsets are not known before the append; only sequences matter for the check.
+			return b.entry.withAppended(b.known, b.sequence, -1), true
+		}
+	}
+	tracked, ok := s.mu.byID[producerID]
+	if !ok {
+		return producerEntry{}, false
+	}
+	return tracked.entry, true
+}
+
+// storeLocked records a producer's entry after an append, evicting the least recently written
+// producer when the partition remembers too many.
+func (s *producerStates) storeLocked(producerID int64, entry producerEntry) {
+	s.mu.writes++
+	if tracked, ok := s.mu.byID[producerID]; ok {
+		tracked.entry, tracked.lastWrite = entry, s.mu.writes
+		return
+	}
+	if s.mu.byID == nil {
+		s.mu.byID = map[int64]*trackedProducer{}
+	}
+	if len(s.mu.byID) >= maxProducersPerPartition {
+		oldestID, oldest := int64(-1), uint64(0)
+		for id, tracked := range s.mu.byID {
+			if oldestID < 0 || tracked.lastWrite < oldest {
+				oldestID, oldest = id, tracked.lastWrite
+			}
+		}
+		delete(s.mu.byID, oldestID)
+	}
+	s.mu.byID[producerID] = &trackedProducer{entry: entry, lastWrite: s.mu.writes}
+}
+
+// sequenceError is the Kafka error for a refused batch.
+func sequenceError(verdict sequenceVerdict, b batchSequence, known producerEntry, p *partition) error {
+	where := fmt.Sprintf("broker: producer %d epoch %d on %s-%d", b.producerID, b.epoch, p.topic, p.index)
+	switch verdict {
+	case sequenceInvalid:
+		return fmt.Errorf("%s: negative base sequence %d: %w", where, b.firstSequence, protocol.InvalidRecord)
+	case sequenceFenced:
+		return fmt.Errorf("%s: fenced by epoch %d: %w", where, known.epoch, protocol.InvalidProducerEpoch)
+	case sequenceOutOfOrder:
+		if b.epoch != known.epoch {
+			return fmt.Errorf("%s: a new epoch starts at sequence 0, not %d: %w", where, b.firstSequence, protocol.OutOfOrderSequenceNumber)
+		}
+		return fmt.Errorf("%s: sequence %d does not follow %d: %w", where, b.firstSequence, known.last().lastSequence, protocol.OutOfOrderSequenceNumber)
+	}
+	panic(fmt.Sprintf("broker: no error for sequence verdict %v", verdict))
+}
