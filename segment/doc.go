@@ -34,11 +34,16 @@
 // is scanned from a trusted point (the recovery point in its segment, or for sealed segments their
 // last verified index entry) to the first byte that is not a valid next batch; the tail after it is
 // discarded and zeroed, and the indexes are rebuilt from that point. Bytes below the recovery point
-// were fsynced and are never discarded.
+// were fsynced and are never discarded. The two index files are flushed separately, so the segment
+// holding the recovery point also replays its time index from the batch headers below that point;
+// a sealed segment's time index is replayed only when it visibly lost entries. Index entries below
+// the verified one are loaded unchecked: reads check each entry against the batch header they read
+// anyway and fall back to scanning from the segment start, and Truncate resumes from a verified one.
 //
 // Concurrency: one writer at a time (Append, Truncate, retention and roll take appendMu) and any
 // number of concurrent readers, which take no lock held by the writer during I/O: the segment list is
 // a copy-on-write snapshot and each segment's logical size is an atomic. Lock order: appendMu, then
-// flush.mu. Segments removed by retention or truncation stay open for Config.FileDeleteDelay so that
+// flush.mu; appendMu, then a segment's closing lock (the flusher syncs outside appendMu, holding it
+// shared, so that retention cannot close the file under it). Segments removed by retention or truncation stay open for Config.FileDeleteDelay so that
 // readers holding a Slice can finish sending it.
 package segment
