@@ -30,8 +30,16 @@ func smallDisk(t *testing.T, size int) string {
 // TestDiskFull fills a 1 MiB filesystem: appends and rolls fail with ENOSPC, nothing written before
 // is lost or damaged, the log reopens on the full disk, and takes appends again once there is room.
 func TestDiskFull(t *testing.T) {
-	for _, preallocate := range []bool{true, false} {
-		t.Run(fmt.Sprintf("preallocate=%v", preallocate), func(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		preallocate bool
+		step        int64
+	}{
+		{"whole-segment", true, 0},
+		{"in-steps", true, 40 << 10},
+		{"no-preallocation", false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			disk := smallDisk(t, 1<<20)
 			dir := filepath.Join(disk, "log")
 			// Something else on the disk that can be deleted later to make room.
@@ -42,7 +50,8 @@ func TestDiskFull(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.SegmentBytes = 128 << 10
 			cfg.IndexIntervalBytes = 4096
-			cfg.Preallocate = preallocate
+			cfg.Preallocate = c.preallocate
+			cfg.PreallocateStep = c.step
 			l := openLog(t, dir, cfg)
 			gen := newBatchGen(2)
 			var want []storedBatch

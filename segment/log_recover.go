@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sluice-mq/sluice/batch"
 	"github.com/sluice-mq/sluice/index"
 )
@@ -368,7 +370,9 @@ func (s *segment) reopenActive(cfg *Config) error {
 		}
 		s.allocated = size
 	}
-	if err := s.reserve(size+1, cfg); err != nil {
+	// Preallocation only saves appends from growing the file; on a full disk the log still opens,
+	// and appends report ENOSPC when they cannot reserve space themselves.
+	if err := s.reserve(size+1, cfg); err != nil && !errors.Is(err, unix.ENOSPC) {
 		return err
 	}
 	if size > 0 {
