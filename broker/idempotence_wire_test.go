@@ -197,3 +197,72 @@ func TestIdempotentProduce(t *testing.T) {
 	// The refusals and duplicates appended nothing, and the log still takes the next batch.
 	accepted(t, 1, idempotentBatch(id, 1, 6, "l"), 13)
 }
+
+// TestIdempotentProduceConcurrentRetries sends every batch of one producer on several connections at
+// once, as a client retrying on a new connection while the first attempt is still in flight does:
+// check, append and record are one step, so each batch is stored once and every copy is answered
+// with its offset.
+func TestIdempotentProduceConcurrentRetries(t *testing.T) {
+	const topic, connections, batches = "retried", 4, 200
+	b := startBroker(t, nil)
+	setup := dial(t, b)
+	setup.createTopic(topic, 1, nil)
+	id := setup.initProducerID(4, nil, -1, -1).ProducerID
+	conns := make([]*testConn, connections)
+	for i := range conns {
+		conns[i] = dial(t, b)
+	}
+	for n := range batches {
+		records := idempotentBatch(id, 0, int32(2*n), fmt.Sprint(2*n), fmt.Sprint(2*n+1))
+		// Send on every connection first, then read the answers: the copies race in the broker.
+		correlations := make([]int32, connections)
+		requests := make([]*kmsg.ProduceRequest, connections)
+		for i, c := range conns {
+			requests[i] = produceRequest(9, int16(1-2*(i%2)), topic, 0, bytes.Clone(records)) // acks 1 and -1
+			correlations[i] = c.send(requests[i])
+		}
+		for i, c := range conns {
+			resp := c.receive(requests[i], correlations[i]).(*kmsg.ProduceResponse)
+			result := resp.Topics[0].Partitions[0]
+			if result.ErrorCode != 0 || result.BaseOffset != int64(2*n) {
+				t.Fatalf("batch %d on connection %d: error %d (%v), offset %d, want %d", n, i, result.ErrorCode,
+					deref(result.ErrorMessage), result.BaseOffset, 2*n)
+			}
+		}
+	}
+	got := setup.readAll(topic, 0)
+	if len(got) != 2*batches {
+		t.Fatalf("the log holds %d records, want %d", len(got), 2*batches)
+	}
+	for i, r := range got {
+		if r.offset != int64(i) || r.value != fmt.Sprint(i) {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+}
+
+func TestDecideProducerID(t *testing.T) {
+	const issuedBelow = 2000
+	for _, tc := range []struct {
+		id    int64
+		epoch int16
+		want  producerIDRequest
+	}{
+		{-1, -1, producerIDFresh},
+		{5, -1, producerIDInvalid},
+		{-1, 0, producerIDInvalid},
+		{-2, -2, producerIDInvalid},
+		{5, -2, producerIDInvalid},
+		{0, 0, producerIDBump},
+		{1999, 7, producerIDBump},
+		{5, 32765, producerIDBump},
+		{5, 32766, producerIDFresh}, // the bump would reach MaxInt16, which Kafka keeps unused
+		{5, 32767, producerIDFresh},
+		{2000, 0, producerIDFresh}, // never issued
+		{1 << 62, 3, producerIDFresh},
+	} {
+		if got := decideProducerID(tc.id, tc.epoch, issuedBelow); got != tc.want {
+			t.Errorf("decideProducerID(%d, %d) = %d, want %d", tc.id, tc.epoch, got, tc.want)
+		}
+	}
+}
