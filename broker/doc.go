@@ -23,7 +23,14 @@
 // their group and are answered by whichever request or group timer completes the rebalance;
 // OffsetCommit is answered from the coordinator's commit batcher callback.
 //
+// Idempotent producers (init_producer_id.go, producer_state.go): producer ids come from blocks
+// reserved through the coordinator; each partition keeps its producers' epochs and last five batches
+// in memory and checks, appends and records an idempotent batch as one step under its
+// producers.mu.
+//
 // Lock order: registry.mu, then partition.waiters.mu; separately groupCoordinator.mu, then
 // groupEntry.mu. No lock is held while calling into segment or coordinator (the group lock is
-// released before offsets go to the coordinator).
+// released before offsets go to the coordinator), with two exceptions that take no other broker
+// lock: partition.producers.mu is held across segment's Append (never across a durability wait),
+// and producerIDAllocator.mu across the Raft round that reserves a block.
 package broker

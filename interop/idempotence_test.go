@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -171,5 +172,54 @@ func TestIdempotentSluiceClientProducer(t *testing.T) {
 	}
 	if total != count {
 		t.Fatalf("the logs hold %d records, %d were produced", total, count)
+	}
+}
+
+// TestIdempotentClientAfterRefusedBatch: a batch the broker refuses outright (here
+// MESSAGE_TOO_LARGE, which never reaches the log) must not leave a hole in the partition's
+// sequences. The client advances its next sequence when it sends a batch and keeps it advanced when
+// the batch fails, so every later batch of the partition is OUT_OF_ORDER_SEQUENCE_NUMBER until the
+// producer is recreated. Kafka's Java client renumbers the partition's later batches after such a
+// failure (and bumps its epoch, KIP-360, when the outcome is unknown). Skipped until the client does.
+func TestIdempotentClientAfterRefusedBatch(t *testing.T) {
+	t.Skip("client bug: a refused batch leaves a sequence gap (client/sender.go advances nextSequence at send and never rolls it back)")
+	const topic = "small-batches"
+	b := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	franz, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer franz.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	createTopic := kmsg.NewCreateTopicsRequestTopic()
+	createTopic.Topic, createTopic.NumPartitions, createTopic.ReplicationFactor = topic, 1, 1
+	limit := kmsg.NewCreateTopicsRequestTopicConfig()
+	limitValue := "1024"
+	limit.Name, limit.Value = "max.message.bytes", &limitValue
+	createTopic.Configs = append(createTopic.Configs, limit)
+	create.Topics = append(create.Topics, createTopic)
+	if resp, err := create.RequestWith(ctx, franz); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %+v", err, resp)
+	}
+	c, err := client.New(client.WithSeedBrokers(b.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := client.NewProducer(ctx, c, client.WithAcks(client.AcksAll), client.WithIdempotence(client.IdempotenceRequired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if err := p.ProduceSync(ctx, &client.Record{Topic: topic, Value: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &client.Record{Topic: topic, Value: bytes.Repeat([]byte("x"), 2000)}); err == nil {
+		t.Fatal("a record over max.message.bytes was accepted")
+	}
+	if err := p.ProduceSync(ctx, &client.Record{Topic: topic, Value: []byte("after the refused one")}); err != nil {
+		t.Fatalf("the batch after a refused one: %v", err)
 	}
 }
