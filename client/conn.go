@@ -29,6 +29,13 @@ var clientMaxVersions = map[int16]int16{
 	1:  12, // Fetch (13 needs topic ids)
 	2:  7,  // ListOffsets
 	3:  12, // Metadata
+	8:  8,  // OffsetCommit (9 is KIP-848's; 10 needs topic ids)
+	9:  7,  // OffsetFetch (8 batches groups, which a member does not need)
+	10: 4,  // FindCoordinator
+	11: 9,  // JoinGroup
+	12: 4,  // Heartbeat
+	13: 5,  // LeaveGroup
+	14: 5,  // SyncGroup
 	18: 3,  // ApiVersions
 	19: 7,  // CreateTopics
 	20: 5,  // DeleteTopics (6 names topics by id or name; 5 is enough)

@@ -181,6 +181,24 @@ func (c *Consumer) Unassign(partitions ...TopicPartition) {
 	c.wake()
 }
 
+// unassignWithPositions is Unassign that also returns the partitions' positions, read under the
+// same lock Poll advances them under: Poll returns no record of them after their position was
+// taken. A group member commits these on revocation. Partitions not assigned are left out.
+func (c *Consumer) unassignWithPositions(partitions []TopicPartition) map[TopicPartition]int64 {
+	positions := make(map[TopicPartition]int64, len(partitions))
+	c.mu.Lock()
+	for _, tp := range partitions {
+		if partition := c.mu.partitions[tp]; partition != nil {
+			positions[tp] = partition.position
+		}
+		delete(c.mu.partitions, tp)
+		c.dropBufferedLocked(tp)
+	}
+	c.mu.Unlock()
+	c.wake()
+	return positions
+}
+
 // Assigned lists the assigned partitions.
 func (c *Consumer) Assigned() []TopicPartition {
 	c.mu.Lock()

@@ -26,6 +26,8 @@ var (
 	ErrUnknownTopic = errors.New("client: unknown topic")
 	// ErrNotAssigned: the consumer has no assignment for the partition named.
 	ErrNotAssigned = errors.New("client: partition not assigned")
+	// ErrNotMember: a group commit was asked for before the member joined (or after it left).
+	ErrNotMember = errors.New("client: not a group member")
 	// ErrMalformed: the broker sent bytes this client cannot decode (a corrupt or unknown batch).
 	ErrMalformed = errors.New("client: malformed response")
 )
