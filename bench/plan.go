@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// Plan is what one process runs: its share of a workload's producers and consumers, on topics the
+// coordinator created. A run without agents has one plan holding everything; with agents, Split
+// deals the producers and consumers out round-robin.
+type Plan struct {
+	Workload Workload `json:"workload"`
+	Driver   string   `json:"driver"`
+	Brokers  []string `json:"brokers"`
+	Topics   []string `json:"topics"`
+	// Producers lists the topic index of each producer this plan runs.
+	Producers []int `json:"producers"`
+	// Consumers lists the consumers this plan runs.
+	Consumers []ConsumerSlot `json:"consumers"`
+}
+
+// ConsumerSlot is one consumer: a member of a group of one topic, reading a fixed share of the
+// topic's partitions (partition p goes to member p mod consumers_per_group).
+type ConsumerSlot struct {
+	Topic      int     `json:"topic"`
+	Group      int     `json:"group"`
+	Member     int     `json:"member"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// TopicNames returns fresh topic names for a run of w.
+func TopicNames(w Workload) []string {
+	base := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, w.Name)
+	if base == "" {
+		base = "bench"
+	}
+	suffix := fmt.Sprintf("%06x", rand.Uint32()&0xffffff)
+	names := make([]string, w.Topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-%s-%s-%d", base, suffix, i)
+	}
+	return names
+}
+
+// FullPlan is the plan that runs all of w in one process.
+func FullPlan(w Workload, driver string, brokers, topics []string) Plan {
+	plan := Plan{Workload: w, Driver: driver, Brokers: brokers, Topics: topics}
+	for topic := range topics {
+		for range w.Producers {
+			plan.Producers = append(plan.Producers, topic)
+		}
+		for group := range w.ConsumerGroups {
+			for member := range w.ConsumersPerGroup {
+				slot := ConsumerSlot{Topic: topic, Group: group, Member: member}
+				for p := int32(member); p < w.Partitions; p += int32(w.ConsumersPerGroup) {
+					slot.Partitions = append(slot.Partitions, p)
+				}
+				plan.Consumers = append(plan.Consumers, slot)
+			}
+		}
+	}
+	return plan
+}
+
+// Split deals p's producers and consumers over n plans, round-robin. Some plans may get nothing
+// when the workload has fewer producers or consumers than n.
+func (p Plan) Split(n int) []Plan {
+	plans := make([]Plan, n)
+	for i := range plans {
+		plans[i] = Plan{Workload: p.Workload, Driver: p.Driver, Brokers: p.Brokers, Topics: p.Topics}
+	}
+	for i, topic := range p.Producers {
+		plans[i%n].Producers = append(plans[i%n].Producers, topic)
+	}
+	for i, slot := range p.Consumers {
+		plans[i%n].Consumers = append(plans[i%n].Consumers, slot)
+	}
+	return plans
+}
+
+// ratePerProducer is the target rate of one producer (0: as fast as possible).
+func (p Plan) ratePerProducer() float64 {
+	total := p.Workload.Producers * p.Workload.Topics
+	if p.Workload.Rate == 0 || total == 0 {
+		return 0
+	}
+	return float64(p.Workload.Rate) / float64(total)
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-mq/sluice/client"
+)
+
+// session is one command's connection to the cluster: sluice's client for topics, producing,
+// consuming and offsets, and a franz-go client for the requests client/ has no call for yet
+// (consumer-group administration, CreatePartitions, the cluster view).
+type session struct {
+	globals globals
+	client  *client.Client
+	raw     *kgo.Client // created on first use
+}
+
+// connect checks that a seed broker accepts connections, so an unreachable cluster fails at once
+// with one clear line instead of after the client's retries, and returns a session.
+func connect(ctx context.Context, g globals) (*session, error) {
+	brokers := g.brokerList()
+	dialTimeout := min(g.timeout, 5*time.Second)
+	var dialErrs []error
+	reachable := false
+	for _, address := range brokers {
+		dialer := net.Dialer{Timeout: dialTimeout}
+		conn, err := dialer.DialContext(ctx, "tcp", address)
+		if err == nil {
+			conn.Close()
+			reachable = true
+			break
+		}
+		dialErrs = append(dialErrs, err)
+	}
+	if !reachable {
+		cause := errors.Join(dialErrs...)
+		var opErr *net.OpError
+		if errors.As(cause, &opErr) && opErr.Err != nil {
+			cause = opErr.Err // "connection refused" reads better than the whole dial chain
+		}
+		return nil, &unreachableError{brokers: brokers, cause: cause}
+	}
+	c, err := client.New(client.WithSeedBrokers(brokers...), client.WithClientID("sluice-cli"),
+		client.WithDialTimeout(dialTimeout), client.WithRequestTimeout(g.timeout))
+	if err != nil {
+		return nil, err
+	}
+	return &session{globals: g, client: c}, nil
+}
+
+// kafka returns the franz-go client, creating it on first use.
+func (s *session) kafka() (*kgo.Client, error) {
+	if s.raw == nil {
+		raw, err := kgo.NewClient(kgo.SeedBrokers(s.globals.brokerList()...), kgo.ClientID("sluice-cli"),
+			kgo.DialTimeout(min(s.globals.timeout, 5*time.Second)), kgo.RetryTimeout(s.globals.timeout))
+		if err != nil {
+			return nil, fmt.Errorf("franz-go client: %w", err)
+		}
+		s.raw = raw
+	}
+	return s.raw, nil
+}
+
+func (s *session) admin() *client.Admin { return client.NewAdmin(s.client) }
+
+func (s *session) Close() {
+	if s.raw != nil {
+		s.raw.Close()
+	}
+	s.client.Close()
+}
+
+// requestContext bounds one command's requests by --timeout.
+func (s *session) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.globals.timeout)
+}
