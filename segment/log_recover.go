@@ -117,7 +117,11 @@ func Open(dir string, cfg Config) (*Log, error) {
 	// (which also zeroes any torn tail beyond it).
 	for i, s := range segments {
 		if i < len(segments)-1 {
-			err = s.seal()
+			// After a clean close sealed segments are already trimmed and synced; resealing every
+			// one would cost an fsync per segment on each start.
+			if !clean || s.allocated != s.size.Load() {
+				err = s.seal()
+			}
 		} else {
 			err = s.reopenActive(&cfg)
 		}

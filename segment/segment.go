@@ -123,7 +123,12 @@ func (s *segment) reserve(end int64, cfg *Config) error {
 	if cfg.PreallocateStep > 0 {
 		target = min(s.allocated+cfg.PreallocateStep, cfg.SegmentBytes)
 	}
-	return s.preallocate(max(target, end))
+	err := s.preallocate(max(target, end))
+	if errors.Is(err, unix.ENOSPC) && target > end {
+		// A full step does not fit, but this write may: reserve just what it needs.
+		err = s.preallocate(end)
+	}
+	return err
 }
 
 // preallocate reserves size bytes so that appends do not allocate blocks or grow the file.
