@@ -26,11 +26,10 @@ Formats: plain (the value), kv (key, separator, value), json (one object per lin
 partition, offset, timestamp, key, value and headers; bytes that are not UTF-8 come as
 key_base64/value_base64).
 
-With --group G, partitions start at G's committed offsets (the --from flags apply to partitions
-without one) and the offsets of the records written out are committed every 5 s and on exit, so
-that "sluice group describe G" shows the lag. This reads as a simple (unassigned) member: it does
-not join the group, so two processes with the same --group both read every partition, and the
-broker refuses the commits while the group has active members.
+With --group G, sluice joins consumer group G: the group shares the topic's partitions among its
+members, each partition starts at G's committed offset (the --from flags apply to partitions
+without one), and the offsets of the records written out are committed every 5 s and when sluice
+leaves the group on exit, so "sluice group describe G" shows the lag.
 
 Examples:
   sluice consume orders --from-beginning --count 10
@@ -113,21 +112,8 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 		}
 	}
 
-	var group *groupOffsets
-	committed := map[int32]int64{}
-	if *groupID != "" {
-		group = &groupOffsets{session: s, group: *groupID, topic: topic}
-		if committed, err = group.fetch(rctx); err != nil {
-			return err
-		}
-	}
-	assignments := make([]client.Assignment, 0, len(partitions))
-	for _, p := range partitions {
-		a := client.Assignment{Topic: topic, Partition: p, Offset: start}
-		if offset, ok := committed[p]; ok {
-			a.Offset = client.AtOffset(offset)
-		}
-		assignments = append(assignments, a)
+	if *groupID != "" && *partitionList != "" {
+		return usageErrorf(fs.name, "--partitions cannot be combined with --group: the group assigns partitions")
 	}
 	var ends map[int32]client.ListedOffset
 	if *exitAtEnd {
@@ -135,28 +121,62 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 			return err
 		}
 	}
-	consumer, err := client.NewConsumer(s.client)
-	if err != nil {
-		return err
-	}
-	defer consumer.Close()
-	if err := consumer.Assign(rctx, assignments...); err != nil {
-		return err
-	}
-	// next[p] is the offset after the last record written out: what a group commits.
+	var source recordSource
+	// next[p] is the offset after the last record written out (or the start offset).
 	next := map[int32]int64{}
-	for _, p := range partitions {
-		position, err := consumer.Position(client.TopicPartition{Topic: topic, Partition: p})
+	if *groupID != "" {
+		// Where each partition stands before joining: its committed offset, else the start the
+		// flags choose. Only used to tell when --exit-at-end is reached.
+		committed, err := (&groupOffsets{session: s, group: *groupID, topic: topic}).fetch(rctx)
 		if err != nil {
 			return err
 		}
-		next[p] = position
+		starts, err := s.admin().ListOffsets(rctx, topic, start, partitions...)
+		if err != nil {
+			return err
+		}
+		for _, p := range partitions {
+			next[p] = starts[p].Offset
+			if offset, ok := committed[p]; ok {
+				next[p] = offset
+			}
+		}
+		member, err := client.NewGroupConsumer(s.client, *groupID, []string{topic}, client.WithResetOffset(start), client.WithAutoCommitMarks())
+		if err != nil {
+			return err
+		}
+		source = &groupSource{member: member, timeout: fs.globals.timeout}
+	} else {
+		consumer, err := client.NewConsumer(s.client)
+		if err != nil {
+			return err
+		}
+		assignments := make([]client.Assignment, 0, len(partitions))
+		for _, p := range partitions {
+			assignments = append(assignments, client.Assignment{Topic: topic, Partition: p, Offset: start})
+		}
+		if err := consumer.Assign(rctx, assignments...); err != nil {
+			consumer.Close()
+			return err
+		}
+		for _, p := range partitions {
+			if next[p], err = consumer.Position(client.TopicPartition{Topic: topic, Partition: p}); err != nil {
+				consumer.Close()
+				return err
+			}
+		}
+		source = &assignedSource{consumer: consumer, partitions: partitions}
 	}
+	defer source.close()
 	caughtUp := func() bool {
 		if ends == nil {
 			return false
 		}
-		for _, p := range partitions {
+		mine := source.assigned()
+		if len(mine) == 0 {
+			return false // a group member not yet given partitions
+		}
+		for _, p := range mine {
 			if next[p] < ends[p].Offset {
 				return false
 			}
@@ -169,19 +189,10 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 	encoder := json.NewEncoder(out)
 	encoder.SetEscapeHTML(false)
 	var written int64
-	lastCommit := time.Now()
-	commit := func() error {
-		if group == nil {
-			return nil
-		}
-		commitCtx, cancel := context.WithTimeout(context.Background(), fs.globals.timeout)
-		defer cancel()
-		return group.commit(commitCtx, next)
-	}
 	done := func() bool { return (*count > 0 && written >= *count) || caughtUp() }
 	for !done() {
-		pollCtx, cancelPoll := context.WithTimeout(ctx, time.Second)
-		fetches, err := consumer.Poll(pollCtx)
+		pollCtx, cancelPoll := context.WithTimeout(ctx, 500*time.Millisecond)
+		fetches, err := source.poll(pollCtx)
 		cancelPoll()
 		if ctx.Err() != nil {
 			break // Ctrl-C: commit what was written and stop cleanly
@@ -194,8 +205,6 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 		}
 		for _, f := range fetches {
 			if f.Err != nil {
-				out.Flush()
-				commit()
 				return fmt.Errorf("consume %s-%d: %w", f.Topic, f.Partition, f.Err)
 			}
 			for _, r := range f.Records {
@@ -205,6 +214,7 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 				if err := writeRecord(out, encoder, *format, *separator, r); err != nil {
 					return err
 				}
+				source.written(r)
 				written++
 				next[r.Partition] = r.Offset + 1
 			}
@@ -212,17 +222,68 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 		if err := out.Flush(); err != nil {
 			return err
 		}
-		if group != nil && time.Since(lastCommit) >= 5*time.Second {
-			if err := commit(); err != nil {
-				return err
-			}
-			lastCommit = time.Now()
-		}
 	}
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	return commit()
+	return source.close()
+}
+
+// recordSource is where consume reads: assigned partitions, or a group member.
+type recordSource interface {
+	poll(ctx context.Context) ([]client.Fetch, error)
+	written(r *client.Record) // r was written out: a group commits past it
+	assigned() []int32
+	close() error // a group commits what was written and leaves; idempotent
+}
+
+type assignedSource struct {
+	consumer   *client.Consumer
+	partitions []int32
+	closed     bool
+}
+
+func (a *assignedSource) poll(ctx context.Context) ([]client.Fetch, error) {
+	return a.consumer.Poll(ctx)
+}
+func (a *assignedSource) written(*client.Record) {}
+func (a *assignedSource) assigned() []int32      { return a.partitions }
+func (a *assignedSource) close() error {
+	if !a.closed {
+		a.closed = true
+		a.consumer.Close()
+	}
+	return nil
+}
+
+// groupSource is a member of the consumer group: the group assigns its partitions, and it
+// commits the offsets of the records written out (marks), every 5 s and when it leaves.
+type groupSource struct {
+	member  *client.GroupConsumer
+	timeout time.Duration
+	closed  bool
+}
+
+func (g *groupSource) poll(ctx context.Context) ([]client.Fetch, error) { return g.member.Poll(ctx) }
+func (g *groupSource) written(r *client.Record)                         { g.member.MarkRecords(r) }
+func (g *groupSource) assigned() []int32 {
+	var out []int32
+	for _, tp := range g.member.Assigned() {
+		out = append(out, tp.Partition)
+	}
+	return out
+}
+func (g *groupSource) close() error {
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	if err := g.member.Close(ctx); err != nil {
+		return fmt.Errorf("leaving the group: %w", err)
+	}
+	return nil
 }
 
 // parseTime reads an RFC 3339 time or a duration meaning that long ago.
