@@ -17,7 +17,7 @@ import (
 
 const consumeDescription = `Read records of TOPIC to stdout.
 
-Where to start (per partition): --from-beginning, --from-end (the default: only new records),
+Where to start (per partition): --from-beginning, --from-end (the default without --group: only new records),
 --offset N, or --from-time (an RFC 3339 time, or a duration meaning that long ago: --from-time 15m).
 When to stop: after --count records, at the end of the log as it was when consuming began
 (--exit-at-end), or on Ctrl-C.
@@ -27,8 +27,8 @@ partition, offset, timestamp, key, value and headers; bytes that are not UTF-8 c
 key_base64/value_base64).
 
 With --group G, sluice joins consumer group G: the group shares the topic's partitions among its
-members, each partition starts at G's committed offset (the --from flags apply to partitions
-without one), and the offsets of the records written out are committed every 5 s and when sluice
+members, each partition starts at G's committed offset (partitions without one start at the
+earliest record, or where a --from flag says), and the offsets of the records written out are committed every 5 s and when sluice
 leaves the group on exit, so "sluice group describe G" shows the lag.
 
 Examples:
@@ -38,7 +38,7 @@ Examples:
 func runConsume(ctx context.Context, args []string, io streams) error {
 	fs := newFlags("sluice consume", "TOPIC [flags]", consumeDescription)
 	fromBeginning := fs.Bool("from-beginning", false, "start at the earliest record")
-	fromEnd := fs.Bool("from-end", false, "start after the last record (the default)")
+	fromEnd := fs.Bool("from-end", false, "start after the last record (the default, except with --group)")
 	offset := fs.Int64("offset", -1, "start at this offset")
 	fromTime := fs.String("from-time", "", "start at the first record at or after this time (RFC 3339, or a duration ago such as 15m)")
 	partitionList := fs.String("partitions", "", "comma-separated partitions to read (default: all)")
@@ -79,6 +79,9 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 	}
 	if chosen > 1 {
 		return usageErrorf(fs.name, "give at most one of --from-beginning, --from-end, --offset and --from-time")
+	}
+	if *groupID != "" && chosen == 0 {
+		start = client.AtStart() // a group reads what it has not read yet, from the earliest record
 	}
 	if *count < 0 {
 		return usageErrorf(fs.name, "--count must not be negative")

@@ -208,7 +208,7 @@ type groupMember struct {
 type partitionOffset struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	Committed int64  `json:"committed"`
+	Committed int64  `json:"committed"` // -1: nothing committed
 	LogEnd    int64  `json:"log_end"`
 	Lag       int64  `json:"lag"`
 }
@@ -261,20 +261,28 @@ func groupDescribe(ctx context.Context, args []string, io streams) error {
 	if (description.State == "Dead" || description.State == "") && len(committed) == 0 {
 		return groupNotFound(name)
 	}
-	byTopic := map[string][]int32{}
+	// Every partition of each topic the group committed on: a partition without a commit lags by
+	// all it holds (what a member starting from the earliest offset would read).
+	topics := map[string]bool{}
 	for tp := range committed {
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+		topics[tp.Topic] = true
 	}
-	for topic, partitions := range byTopic {
-		ends, err := s.admin().ListOffsets(rctx, topic, client.AtEnd(), partitions...)
+	for topic := range topics {
+		starts, err := s.admin().ListOffsets(rctx, topic, client.AtStart())
 		if err != nil {
 			return err
 		}
-		for _, p := range partitions {
-			offset := committed[client.TopicPartition{Topic: topic, Partition: p}]
-			end := ends[p].Offset
-			lag := max(end-offset, 0)
-			description.Offsets = append(description.Offsets, partitionOffset{topic, p, offset, end, lag})
+		ends, err := s.admin().ListOffsets(rctx, topic, client.AtEnd())
+		if err != nil {
+			return err
+		}
+		for p, end := range ends {
+			offset, has := committed[client.TopicPartition{Topic: topic, Partition: p}]
+			lag := max(end.Offset-offset, 0)
+			if !has {
+				offset, lag = -1, max(end.Offset-starts[p].Offset, 0)
+			}
+			description.Offsets = append(description.Offsets, partitionOffset{topic, p, offset, end.Offset, lag})
 			description.TotalLag += lag
 		}
 	}
@@ -297,7 +305,11 @@ func groupDescribe(ctx context.Context, args []string, io streams) error {
 	fmt.Fprintln(io.out)
 	t := newTable(io.out, "topic", "partition", "committed", "log end", "lag")
 	for _, o := range description.Offsets {
-		t.row(o.Topic, o.Partition, o.Committed, o.LogEnd, o.Lag)
+		committed := fmt.Sprint(o.Committed)
+		if o.Committed < 0 {
+			committed = "-"
+		}
+		t.row(o.Topic, o.Partition, committed, o.LogEnd, o.Lag)
 	}
 	return t.flush()
 }
