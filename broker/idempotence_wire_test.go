@@ -266,3 +266,51 @@ func TestDecideProducerID(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotentProduceAcrossRestart: producer state is rebuilt from the log's tail after a restart,
+// so a retry of a batch appended before it is still answered with its first offset, and gaps and
+// fenced epochs are still refused.
+func TestIdempotentProduceAcrossRestart(t *testing.T) {
+	const topic = "restarted"
+	cfg := testConfig(t, t.TempDir())
+	b := startBrokerWith(t, cfg)
+	c := dial(t, b)
+	c.createTopic(topic, 1, nil)
+	id := c.initProducerID(4, nil, -1, -1).ProducerID
+	other := c.initProducerID(4, nil, -1, -1).ProducerID
+	for n := range int32(10) {
+		c.mustProduce(topic, 0, idempotentBatch(id, 0, 2*n, fmt.Sprint(2*n), fmt.Sprint(2*n+1)))
+	}
+	c.mustProduce(topic, 0, idempotentBatch(other, 0, 0, "other"))
+	if bumped := c.initProducerID(4, nil, id, 0); bumped.ProducerEpoch != 1 {
+		t.Fatalf("bump: %+v", bumped)
+	}
+	last := idempotentBatch(id, 1, 0, "after the bump")
+	c.mustProduce(topic, 0, bytes.Clone(last)) // offset 21
+	c.mustProduce(topic, 0, recordBatch(batchTime, "plain"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics = metrics.NewSet()
+	b = startBrokerWith(t, cfg)
+	c = dial(t, b)
+	expect := func(records []byte, wantCode protocol.ErrorCode, wantOffset int64) {
+		t.Helper()
+		result := c.produce(topic, 0, records)
+		if result.ErrorCode != wantCode.Code || (wantCode.Code == 0 && result.BaseOffset != wantOffset) {
+			t.Fatalf("error %d (%v) offset %d, want %s at %d", result.ErrorCode, deref(result.ErrorMessage), result.BaseOffset, wantCode.Name, wantOffset)
+		}
+	}
+	expect(bytes.Clone(last), protocol.None, 21)                                   // a retry from before the restart
+	expect(idempotentBatch(other, 0, 0, "other"), protocol.None, 20)               // another producer's retry
+	expect(idempotentBatch(id, 0, 20, "zombie"), protocol.InvalidProducerEpoch, 0) // the bump survived
+	expect(idempotentBatch(id, 1, 2, "gap"), protocol.OutOfOrderSequenceNumber, 0) // so did the sequence
+	expect(idempotentBatch(id, 1, 1, "next"), protocol.None, 23)                   // and it continues
+	expect(idempotentBatch(other, 0, 1, "other next"), protocol.None, 24)          // both do
+	if got := c.readAll(topic, 0); len(got) != 25 || got[21].value != "after the bump" || got[22].value != "plain" {
+		t.Fatalf("%d records after the restart: %+v", len(got), got)
+	}
+}

@@ -3,14 +3,12 @@ package broker
 // Per-partition idempotent producer state: the entries the rules in producer_sequence.go read, and
 // the lock that makes check, append and record one step for every idempotent produce to a partition.
 //
-// State lives in memory only. After a broker restart (or after a producer is evicted, see
-// maxProducersPerPartition) a partition does not know a producer, and its next batch starts the
-// producer's state whatever its sequence, as Kafka does for a producer whose state it lost. What is
-// given up: a retry of a batch appended just before the restart is appended again (at-least-once
-// across a broker restart; exactly-once between restarts). The alternative, rebuilding the state from
-// the producer fields of the last batches' headers when a log opens, needs a backwards walk the log
-// does not offer cheaply; it is left for when the log keeps a producer snapshot beside its segments,
-// as Kafka does.
+// State lives in memory. After a broker restart it is rebuilt from the headers of the last batches of
+// the log (about a megabyte of tail, producer_state_load.go) at the partition's first idempotent
+// append, so a batch retried across the restart is still a duplicate. A producer the partition does
+// not know (its batches lie before that tail, or it was evicted, see maxProducersPerPartition)
+// starts its state with its next batch whatever its sequence, as Kafka does for a producer whose
+// state it lost: for such a producer a retry of an old batch is appended again.
 
 import (
 	"fmt"
@@ -34,6 +32,8 @@ type producerStates struct {
 	mu struct {
 		sync.Mutex
 		byID map[int64]*trackedProducer
+		// loaded is set once the state was rebuilt from the log's tail (producer_state_load.go).
+		loaded bool
 		// writes counts state updates; trackedProducer.lastWrite orders producers for eviction.
 		writes uint64
 	}
@@ -87,6 +87,7 @@ func (p *partition) appendRecords(records []byte, leaderEpoch int32) (result seg
 	states := &p.producers
 	states.mu.Lock()
 	defer states.mu.Unlock()
+	states.loadLocked(p.log)
 	for i := range pending {
 		b := &pending[i]
 		b.entry, b.known = states.lookupLocked(b.sequence.producerID, pending[:i])

@@ -2,8 +2,10 @@ package broker
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/sluice-mq/sluice/batch"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/segment"
 )
@@ -89,4 +91,60 @@ func TestAppendRecordsSeveralProducersInOneAppend(t *testing.T) {
 		t.Fatalf("log end %d after a refused append, want 5", end)
 	}
 	check(1, 0, appendedBatch{0, 1, 0, 1}, appendedBatch{2, 2, 4, 4})
+}
+
+// TestReadLogTailIsBoundedAndEndsAtTheEnd: the rebuild reads whole batches up to the log end within
+// the budget (the last batch even when it alone is larger), and producers whose batches lie before
+// that tail stay unknown.
+func TestReadLogTailIsBoundedAndEndsAtTheEnd(t *testing.T) {
+	p := testPartition(t)
+	value := strings.Repeat("v", 1000)
+	appendPlain := func(records []byte) {
+		t.Helper()
+		if _, err := p.log.Append(records, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Offset 0 from producer 1, then more than producerTailBytes from producer 2 (offsets 1..last).
+	appendPlain(idempotentBatch(1, 0, 0, value))
+	batches := int32(producerTailBytes/1000 + 100)
+	last := int64(batches)
+	for n := range batches {
+		appendPlain(idempotentBatch(2, 0, n, value))
+	}
+	tail, err := readLogTail(p.log, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offsets []int64
+	if _, err := batch.Scan(tail, func(h batch.Header, _ []byte) error {
+		offsets = append(offsets, h.BaseOffset)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tail) > 5000+1100 || len(offsets) < 2 || offsets[len(offsets)-1] != last {
+		t.Fatalf("tail of %d bytes holds offsets %v", len(tail), offsets)
+	}
+	for i := 1; i < len(offsets); i++ {
+		if offsets[i] != offsets[i-1]+1 {
+			t.Fatalf("tail not contiguous: %v", offsets)
+		}
+	}
+	if tail, err := readLogTail(p.log, 10); err != nil || len(tail) == 0 || batch.BaseOffsetAt(tail) != last {
+		t.Fatalf("tiny budget: %d bytes, %v", len(tail), err)
+	}
+
+	// Producer 2's last batches are in the tail: its retry is a duplicate. Producer 1's are not: it
+	// is unknown, and its next batch starts over whatever its sequence.
+	result, duplicate, err := p.appendRecords(idempotentBatch(2, 0, batches-1, value), 0)
+	if err != nil || !duplicate || result.BaseOffset != last {
+		t.Fatalf("retry of the last batch: %+v duplicate %v, %v", result, duplicate, err)
+	}
+	if _, _, err := p.appendRecords(idempotentBatch(2, 0, batches+1, value), 0); !errors.Is(err, protocol.OutOfOrderSequenceNumber) {
+		t.Fatalf("gap after the rebuild: %v", err)
+	}
+	if _, duplicate, err := p.appendRecords(idempotentBatch(1, 0, 0, value), 0); err != nil || duplicate {
+		t.Fatalf("producer outside the tail: duplicate %v, %v", duplicate, err)
+	}
 }
