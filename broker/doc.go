@@ -25,8 +25,8 @@
 //
 // Idempotent producers (init_producer_id.go, producer_state.go): producer ids come from blocks
 // reserved through the coordinator; each partition keeps its producers' epochs and last five batches
-// in memory and checks, appends and records an idempotent batch as one step under its
-// producers.mu.
+// in memory (rebuilt from its log's tail after a restart) and checks, appends and records an
+// idempotent batch as one step under its producers.mu.
 //
 // Lock order: registry.mu, then partition.waiters.mu; separately groupCoordinator.mu, then
 // groupEntry.mu. No lock is held while calling into segment or coordinator (the group lock is
