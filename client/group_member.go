@@ -275,7 +275,7 @@ func (g *GroupConsumer) assignAsLeader(ctx context.Context, balancer Balancer, j
 }
 
 // apply makes assignment the member's: partitions it lacks are revoked (cooperative: only those;
-// eager members own nothing here), new ones are announced (OnAssigned) and started. It reports
+// eager members own nothing here), new ones are started and announced (OnAssigned). It reports
 // whether something was revoked, in which case a cooperative member rejoins at once.
 func (g *GroupConsumer) apply(ctx context.Context, assignment []TopicPartition, balancer Balancer) (rejoin bool) {
 	g.mu.Lock()
@@ -306,10 +306,10 @@ func (g *GroupConsumer) apply(ctx context.Context, assignment []TopicPartition, 
 			delete(g.mu.committed, tp)
 		}
 		g.mu.Unlock()
+		g.startPending(ctx)
 		if g.cfg.onAssigned != nil {
 			g.cfg.onAssigned(ctx, added)
 		}
-		g.startPending(ctx)
 	}
 	return len(revoked) > 0 && balancer.cooperative
 }

@@ -140,8 +140,9 @@ func WithCommitOnRevoke(enabled bool) GroupOption {
 	return func(c *groupConfig) { c.commitOnRevoke = enabled }
 }
 
-// WithOnAssigned sets a callback run when partitions are added to the member, after their start
-// offsets are resolved and before Poll returns records of them. Callbacks run on the group's
+// WithOnAssigned sets a callback run when partitions are added to the member, once their start
+// offsets were resolved (a partition whose resolution failed is retried at each heartbeat) and
+// while Poll may already return records of them. Callbacks run on the group's
 // background goroutine, one at a time; heartbeats wait while one runs, so it should return well
 // within the session timeout. Default: none.
 func WithOnAssigned(fn func(ctx context.Context, partitions []TopicPartition)) GroupOption {
