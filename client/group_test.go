@@ -488,4 +488,3 @@ func maps(set map[client.TopicPartition]bool) []client.TopicPartition {
 	slices.SortFunc(out, func(a, b client.TopicPartition) int { return int(a.Partition - b.Partition) })
 	return out
 }
-
