@@ -46,9 +46,19 @@
 //
 // A Consumer reads partitions it is assigned with Assign (start, end, exact offset or time). A
 // fetch loop keeps one fetch in flight per leader while less than WithConsumerBufferBytes is
-// buffered; Poll returns what was fetched as one Fetch per partition answer. Group membership is
-// not here: a group member will sit on top, calling Assign and Unassign on rebalance and
-// committing Position.
+// buffered; Poll returns what was fetched as one Fetch per partition answer.
+//
+// # Group consumer
+//
+// A GroupConsumer (group*.go) is a member of a consumer group on top of its own Consumer: a
+// background goroutine joins (FindCoordinator, JoinGroup with the member-id-required rejoin,
+// SyncGroup), heartbeats on a connection of its own to the coordinator, and turns each
+// assignment into Assign (from the OffsetFetch'd committed offset, else WithResetOffset) and
+// revocations into an unassignment that reads the positions in the same step, then OnRevoked,
+// then a commit of those positions: the next owner starts after the last record Poll returned
+// here. The leader assigns with a Balancer ("range", "cooperative-sticky": pure functions in
+// assign_*.go) over the standard ConsumerProtocol bytes (group_protocol.go), so members of other
+// clients can share the group. A second goroutine commits every WithAutoCommitInterval.
 //
 // # Errors
 //
@@ -61,6 +71,8 @@
 // Producer: closeGate (shared, across Produce) before producerTopic.sticky before
 // producerPartition.mu. Close closes the closing channel before it takes closeGate, so a Produce
 // waiting for buffer room (which watches that channel) lets it in. Consumer.mu, bufferAccount.mu,
-// Producer.inFlight and metadataCache.mu are leaves. No lock is held while a callback runs or
-// while waiting on the network.
+// Producer.inFlight and metadataCache.mu are leaves. GroupConsumer: commitMu (held across an
+// OffsetCommit round trip, never while a callback runs) before GroupConsumer.mu before
+// Consumer.mu; groupCoordinator.mu is a leaf. No lock is held while a callback runs, nor, apart
+// from commitMu, while waiting on the network.
 package client

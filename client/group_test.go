@@ -488,3 +488,38 @@ func maps(set map[client.TopicPartition]bool) []client.TopicPartition {
 	slices.SortFunc(out, func(a, b client.TopicPartition) int { return int(a.Partition - b.Partition) })
 	return out
 }
+
+// A committed offset past the log end (OFFSET_OUT_OF_RANGE on fetch) is reset by the policy.
+func TestGroupResetsOutOfRangeCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTestTimeout)
+	defer cancel()
+	address := startGroupBroker(t)
+	c := newClient(t, address)
+	const topic, records = "reset", 50
+	createTopic(t, c, topic, 1)
+	producer := newProducer(t, c, client.WithPartitioner(client.ManualPartitioner()), client.WithLinger(time.Millisecond))
+	produceSpread(t, producer, topic, 1, 0, records)
+
+	w := newGroupWorld()
+	first := startMember(t, w, address, "reset", topic, "a", client.WithAutoCommitInterval(0), client.WithCommitOnRevoke(false))
+	w.await(t, ctx, "a's assignment", func() bool { return w.exclusiveLocked(topic, 1, "a") })
+	if err := first.consumer.CommitOffsets(ctx, map[client.TopicPartition]int64{{Topic: topic, Partition: 0}: 1 << 40}); err != nil {
+		t.Fatal(err)
+	}
+	w.await(t, ctx, "a reading everything", func() bool { unique, _ := w.uniqueLocked(); return unique == records })
+	first.close(t)
+
+	again := newGroupWorld()
+	second := startMember(t, again, address, "reset", topic, "b")
+	again.await(t, ctx, "b reading everything again", func() bool { unique, _ := again.uniqueLocked(); return unique == records })
+	if err := second.consumer.CommitPolled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := second.consumer.CommittedOffsets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := committed[client.TopicPartition{Topic: topic, Partition: 0}]; got != records {
+		t.Errorf("committed %d after reading everything again, want %d", got, records)
+	}
+}
