@@ -143,6 +143,9 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		s.runErr = gnet.Run(events, "tcp://"+cfg.Address,
 			gnet.WithNumEventLoop(eventLoops),
 			gnet.WithReusePort(false), // one listener, so port 0 resolves to one port
+			// A restarted broker rebinds its port while connections of the previous process sit in
+			// TIME_WAIT; without SO_REUSEADDR that bind fails (net.Listen sets it too).
+			gnet.WithReuseAddr(true),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithLogger(gnetLogger{logger: logger}),
 		)
