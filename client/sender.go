@@ -125,7 +125,7 @@ func (p *Producer) sendReady(now time.Time) (next time.Time) {
 			if candidate.wire == nil && p.producerID >= 0 {
 				candidate.producerID, candidate.producerEpoch = p.producerID, p.producerEpoch
 				candidate.baseSequence = partition.mu.nextSequence
-				partition.mu.nextSequence += int32(len(candidate.records))
+				partition.mu.nextSequence = sequenceAfter(candidate.baseSequence, len(candidate.records))
 			}
 			partition.mu.Unlock()
 			request.batches = append(request.batches, candidate)
@@ -296,6 +296,7 @@ func (p *Producer) handleProduceResult(request *produceRequest, raw kmsg.Respons
 				refresh = true
 				p.retryOrFail(b, kafkaErr)
 			} else {
+				p.rewindSequence(b)
 				p.finish(b, -1, kafkaErr)
 			}
 		}
@@ -303,6 +304,31 @@ func (p *Producer) handleProduceResult(request *produceRequest, raw kmsg.Respons
 	if refresh {
 		p.client.metadata.requestRefresh()
 	}
+}
+
+// sequenceAfter is the sequence that follows a batch of records starting at base: sequences wrap
+// from MaxInt32 to 0, as Kafka's do.
+func sequenceAfter(base int32, records int) int32 {
+	return int32((int64(base) + int64(records)) % (1 << 31))
+}
+
+// rewindSequence hands b's sequence numbers back to its partition after the broker refused b
+// outright (a non-retriable error code: nothing of b was stored), so that the next batch starts where
+// b began instead of leaving a gap the broker would refuse as out of order for the rest of the
+// producer's life. With at most one batch in flight per partition, no later batch holds a sequence
+// yet. Outcomes that stay unknown (delivery timeout, retries exhausted on network errors) are not
+// rewound: the broker may have stored b, and reusing its sequences could make a new batch look like
+// a duplicate of it.
+func (p *Producer) rewindSequence(b *recordBatch) {
+	if b.producerID < 0 {
+		return
+	}
+	partition := b.partition
+	partition.mu.Lock()
+	if partition.mu.nextSequence == sequenceAfter(b.baseSequence, len(b.records)) {
+		partition.mu.nextSequence = b.baseSequence
+	}
+	partition.mu.Unlock()
 }
 
 // retryOrFail puts b back at the front of its partition's queue after a backoff, or fails it when
