@@ -23,8 +23,10 @@
 //     retries: a partition has at most one batch in flight, and a retried batch goes back to the
 //     front of its partition's queue. Callbacks of one partition run in offset order.
 //   - Delivery is at least once: a batch whose answer was lost (a broker killed mid-request) is
-//     sent again and may be stored twice. With a producer id (when the broker serves
-//     InitProducerId; sluice does not yet) the broker drops such duplicates.
+//     sent again. With a producer id (when the broker serves InitProducerId, as sluiced does) the
+//     broker recognises the resend by its sequence numbers and stores it once; without one it may
+//     be stored twice. A batch the broker refuses outright gives its sequences back to the next
+//     batch of its partition.
 //   - Buffered bytes (accepted, not yet reported) stay below WithMaxBufferedBytes: Produce waits
 //     for room, or fails with ErrBufferFull under WithBufferFullError.
 //   - Partitioning: a record with a key goes to KeyPartition(key, n), which is the Java client's
