@@ -79,7 +79,8 @@ func main() {
 	tw.Flush()
 }
 
-// load reads every result JSON in dir, keyed by workload, driver, acks and message size (the
+// load reads every result JSON in dir, keyed by workload, driver, acks, message size, rate and
+// agent count (the
 // latest file wins when several share a key).
 func load(dir string) (map[string]*bench.Result, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -97,7 +98,7 @@ func load(dir string) (map[string]*bench.Result, error) {
 		if json.Unmarshal(data, &r) != nil || r.Workload.Name == "" {
 			continue // not a bench result
 		}
-		out[fmt.Sprintf("%s %s acks=%s %dB", r.Workload.Name, r.Driver, r.Workload.Acks, r.Workload.MessageSize)] = &r
+		out[fmt.Sprintf("%s %s acks=%s %dB rate=%d agents=%d", r.Workload.Name, r.Driver, r.Workload.Acks, r.Workload.MessageSize, r.Workload.Rate, len(r.Agents))] = &r
 	}
 	return out, nil
 }
