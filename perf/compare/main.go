@@ -44,7 +44,7 @@ func main() {
 	}
 	sort.Strings(keys)
 	if len(keys) == 0 {
-		fmt.Fprintln(os.Stderr, "compare: the folders share no workload (name, driver, acks, message size)")
+		fmt.Fprintln(os.Stderr, "compare: the folders share no workload (same name, driver, acks, message size, rate and agent count)")
 		os.Exit(1)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -80,8 +80,7 @@ func main() {
 }
 
 // load reads every result JSON in dir, keyed by workload, driver, acks, message size, rate and
-// agent count (the
-// latest file wins when several share a key).
+// agent count (the latest file wins when several share a key).
 func load(dir string) (map[string]*bench.Result, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
