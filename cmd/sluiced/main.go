@@ -48,7 +48,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	cfg := broker.DefaultConfig()
 	opts := options{broker: cfg}
 	fs := flag.NewFlagSet("sluiced", flag.ContinueOnError)
-	fs.SetOutput(output)
+	// The flag package prints the whole usage on any error; a bad flag gets one line instead
+	// (the returned error), and the usage goes out only for --help.
+	fs.SetOutput(io.Discard)
 	b := &opts.broker
 	var nodeID int
 	var partitions, replication int
@@ -74,9 +76,11 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: sluiced [flags]\n\nsluice broker: serves the Kafka protocol. Each flag may also be set as SLUICE_<FLAG> in the\nenvironment (for example SLUICE_DATA_DIR=/var/lib/sluice).\n\nFlags:\n")
+	usage := func() {
+		fmt.Fprintf(output, "Usage: sluiced [flags]\n\nsluice broker: serves the Kafka protocol. Each flag may also be set as SLUICE_<FLAG> in the\nenvironment (for example SLUICE_DATA_DIR=/var/lib/sluice).\n\nFlags:\n")
+		fs.SetOutput(output)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	// Environment first, so command-line flags override it.
 	var envErr error
@@ -92,7 +96,11 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 		return opts, envErr
 	}
 	if err := fs.Parse(args); err != nil {
-		return opts, err
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return opts, err
+		}
+		return opts, fmt.Errorf("%w (see sluiced --help)", err)
 	}
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
