@@ -21,7 +21,13 @@ test-short:
 	$(GO) test -count=1 -short ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./segment/ ./index/ ./batch/
+	$(GO) test -run '^$$' -bench . -benchmem ./segment/ ./index/ ./batch/ ./netpoll/ ./protocol/
+
+# soak: the crash, failover and rebalance tests over and over (SOAK_COUNT rounds), to shake out
+# rare interleavings; not part of `make test`.
+SOAK_COUNT ?= 20
+soak:
+	$(GO) test -count=$(SOAK_COUNT) -timeout 2h -run 'Kill|Crash|Chain|Rebalance|Restart' ./cmd/sluiced/ ./client/ ./broker/ ./segment/
 
 # bench-run: `sluice bench` with WORKLOAD (default: 1 topic, 8 partitions, 100-byte messages) for
 # DURATION against BROKERS (a running broker, e.g. `make run`); results in bench-results/.
