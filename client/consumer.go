@@ -301,28 +301,7 @@ func (c *Consumer) signalPoll() {
 // runFetcher keeps one fetch outstanding per leader for the partitions that have none, while the
 // buffer has room.
 func (c *Consumer) runFetcher() {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-c.wakeFetcher:
-		case <-timer.C:
-		}
-		next := c.startFetches(time.Now())
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(time.Until(next), 0)
-		}
-		timer.Reset(wait)
-	}
+	runPasses(c.stop, c.wakeFetcher, c.startFetches)
 }
 
 // fetchTarget is one partition in a fetch request.

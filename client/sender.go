@@ -27,28 +27,7 @@ type produceRequest struct {
 // and sends one request per leader within the in-flight bound. It wakes on new batches, answers,
 // metadata refreshes and the earliest linger or backoff deadline.
 func (p *Producer) runSender() {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-p.wake:
-		case <-timer.C:
-		}
-		next := p.sendReady(time.Now())
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(time.Until(next), 0)
-		}
-		timer.Reset(wait)
-	}
+	runPasses(p.stop, p.wake, p.sendReady)
 }
 
 // sendReady sends what may go now and returns the earliest time something else may (zero: none).
