@@ -39,7 +39,7 @@ func (b *Broker) handleAlterConfigs(r *request, req *kmsg.AlterConfigsRequest) {
 			err = b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, set, nil, true, req.ValidateOnly)
 		}
 		if err != nil {
-			result.ErrorCode, result.ErrorMessage = alterErrorCode(err), errorMessage(err)
+			result.ErrorCode, result.ErrorMessage = adminErrorCode(err), errorMessage(err)
 			anyError = true
 		}
 		resp.Resources = append(resp.Resources, result)
@@ -75,7 +75,7 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request, req *kmsg.Incremental
 			err = b.alterTopicConfigs(resource.ResourceType, resource.ResourceName, set, remove, false, req.ValidateOnly)
 		}
 		if err != nil {
-			result.ErrorCode, result.ErrorMessage = alterErrorCode(err), errorMessage(err)
+			result.ErrorCode, result.ErrorMessage = adminErrorCode(err), errorMessage(err)
 			anyError = true
 		}
 		resp.Resources = append(resp.Resources, result)
@@ -103,11 +103,4 @@ func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name st
 		return nil
 	}
 	return b.registry.waitVersion(ctx, b.coordinator.Metadata().Version)
-}
-
-func alterErrorCode(err error) int16 {
-	if code := protocol.CodeFor(err); code != protocol.UnknownServerError.Code {
-		return code
-	}
-	return createTopicErrorCode(err)
 }

@@ -38,10 +38,7 @@ func (b *Broker) handleCreatePartitions(r *request, req *kmsg.CreatePartitionsRe
 			return b.registry.waitVersion(ctx, b.coordinator.Metadata().Version)
 		}()
 		if err != nil {
-			result.ErrorCode = protocol.CodeFor(err)
-			if result.ErrorCode == protocol.UnknownServerError.Code {
-				result.ErrorCode = createTopicErrorCode(err)
-			}
+			result.ErrorCode = adminErrorCode(err)
 			result.ErrorMessage = errorMessage(err)
 			anyError = true
 		}

@@ -32,10 +32,7 @@ func (b *Broker) handleCreateTopics(r *request, req *kmsg.CreateTopicsRequest) {
 		result.Topic = rt.Topic
 		err := b.createTopic(ctx, rt, req.ValidateOnly, seen[rt.Topic] > 1, &result)
 		if err != nil {
-			result.ErrorCode = createTopicErrorCode(err)
-			if code := protocol.CodeFor(err); code != protocol.UnknownServerError.Code {
-				result.ErrorCode = code
-			}
+			result.ErrorCode = adminErrorCode(err)
 			result.ErrorMessage = errorMessage(err)
 			result.NumPartitions, result.ReplicationFactor = -1, -1
 			anyError = true

@@ -60,10 +60,7 @@ func (b *Broker) handleDeleteTopics(r *request, req *kmsg.DeleteTopicsRequest) {
 			return b.registry.waitVersion(ctx, b.coordinator.Metadata().Version)
 		}()
 		if err != nil {
-			result.ErrorCode = protocol.CodeFor(err)
-			if result.ErrorCode == protocol.UnknownServerError.Code {
-				result.ErrorCode = createTopicErrorCode(err)
-			}
+			result.ErrorCode = adminErrorCode(err)
 			result.ErrorMessage = errorMessage(err)
 			anyError = true
 		}

@@ -101,7 +101,7 @@ func (b *Broker) autoCreate(name string, allowed bool) kmsg.MetadataResponseTopi
 	_, err := b.coordinator.CreateTopic(ctx, name, b.config.DefaultPartitions, b.config.DefaultReplicationFactor, nil, false)
 	if err != nil && !errors.Is(err, coordinator.ErrTopicExists) {
 		b.logger.Warn("auto-create topic", "topic", name, "err", err)
-		rt.ErrorCode = createTopicErrorCode(err)
+		rt.ErrorCode = adminErrorCode(err)
 		if rt.ErrorCode == protocol.UnknownServerError.Code {
 			rt.ErrorCode = protocol.LeaderNotAvailable.Code // retriable: the client asks again
 		}
@@ -148,8 +148,12 @@ func topicMetadata(t *coordinator.Topic) kmsg.MetadataResponseTopic {
 	return rt
 }
 
-// createTopicErrorCode maps coordinator errors to Kafka codes.
-func createTopicErrorCode(err error) int16 {
+// adminErrorCode is the Kafka code for an admin request's error: a protocol code carried in the
+// error chain, else the code for the coordinator's error class.
+func adminErrorCode(err error) int16 {
+	if code := protocol.CodeFor(err); code != protocol.UnknownServerError.Code {
+		return code
+	}
 	switch {
 	case err == nil:
 		return 0
