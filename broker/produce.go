@@ -162,23 +162,23 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	if len(records) == 0 {
 		return p, segment.AppendResult{}, fmt.Errorf("broker: produce to %s-%d without records: %w", topic, index, protocol.CorruptMessage)
 	}
-	for position := 0; position+batch.HeaderSize <= len(records); {
-		h, err := batch.ParseHeader(records[position:])
-		if err != nil {
-			break // Append reports it precisely
-		}
+	var space [4]pendingBatch
+	pending, err := scanBatches(records, func(h batch.Header) error {
 		if h.Size() > int(state.maxMessageBytes) {
-			return p, segment.AppendResult{}, fmt.Errorf("broker: batch of %d bytes over max.message.bytes %d: %w", h.Size(), state.maxMessageBytes, protocol.MessageTooLarge)
+			return fmt.Errorf("broker: batch of %d bytes over max.message.bytes %d: %w", h.Size(), state.maxMessageBytes, protocol.MessageTooLarge)
 		}
 		if h.IsControl() {
-			return p, segment.AppendResult{}, fmt.Errorf("broker: clients may not send control batches: %w", protocol.InvalidRecord)
+			return fmt.Errorf("broker: clients may not send control batches: %w", protocol.InvalidRecord)
 		}
-		position += h.Size()
+		return nil
+	}, space[:0])
+	if err != nil {
+		return p, segment.AppendResult{}, err
 	}
 	if acks == -1 && state.isrSize < state.minInsync {
 		return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", state.isrSize, state.minInsync, protocol.NotEnoughReplicas)
 	}
-	appended, duplicate, err := p.appendRecords(records, state.leaderEpoch)
+	appended, duplicate, err := p.appendPending(records, pending, state.leaderEpoch)
 	if refused := (protocol.ErrorCode{}); errors.As(err, &refused) {
 		return p, appended, err // refused by the idempotence rules (producer_state.go)
 	}

@@ -58,12 +58,27 @@ type pendingBatch struct {
 // original offsets and nothing was appended.
 func (p *partition) appendRecords(records []byte, leaderEpoch int32) (result segment.AppendResult, duplicate bool, err error) {
 	var space [4]pendingBatch
-	pending := space[:0]
+	pending, err := scanBatches(records, nil, space[:0])
+	if err != nil {
+		return segment.AppendResult{}, false, err
+	}
+	return p.appendPending(records, pending, leaderEpoch)
+}
+
+// scanBatches walks the batch headers of a produce once: it calls check (when not nil) with each
+// header, stopping at its first error, and collects the batches that carry a producer id. A header
+// that does not parse ends the walk: Append reports it precisely.
+func scanBatches(records []byte, check func(batch.Header) error, pending []pendingBatch) ([]pendingBatch, error) {
 	offsetDelta := int64(0)
 	for position := 0; position < len(records); {
 		h, err := batch.ParseHeader(records[position:])
 		if err != nil {
-			break // Append reports it precisely
+			break
+		}
+		if check != nil {
+			if err := check(h); err != nil {
+				return nil, err
+			}
 		}
 		if h.ProducerID >= 0 {
 			pending = append(pending, pendingBatch{
@@ -79,6 +94,11 @@ func (p *partition) appendRecords(records []byte, leaderEpoch int32) (result seg
 		offsetDelta += int64(h.LastOffsetDelta) + 1
 		position += h.Size()
 	}
+	return pending, nil
+}
+
+// appendPending appends records whose idempotent batches scanBatches collected in pending.
+func (p *partition) appendPending(records []byte, pending []pendingBatch, leaderEpoch int32) (result segment.AppendResult, duplicate bool, err error) {
 	if len(pending) == 0 {
 		result, err = p.log.Append(records, leaderEpoch)
 		return result, false, err
