@@ -93,7 +93,7 @@ func (c *Coordinator) DeleteTopic(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.propose(ctx, &deleteTopicCommand{topicReference{Name: name, ID: topic.ID}})
+	_, err = c.propose(ctx, &deleteTopicAndOffsetsCommand{deleteTopicCommand{topicReference{Name: name, ID: topic.ID}}})
 	return err
 }
 

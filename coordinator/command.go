@@ -27,6 +27,9 @@ const (
 	commandDeletePartitionOffsets commandType = 10
 	// Producer ids (producer_ids.go).
 	commandAllocateProducerIDs commandType = 11
+	// delete-topic-and-offsets (12) is delete-topic that also drops the topic's committed offsets;
+	// delete-topic (5) keeps its original meaning for logs written before it existed.
+	commandDeleteTopicAndOffsets commandType = 12
 )
 
 func (t commandType) String() string {
@@ -53,6 +56,8 @@ func (t commandType) String() string {
 		return "delete-partition-offsets"
 	case commandAllocateProducerIDs:
 		return "allocate-producer-ids"
+	case commandDeleteTopicAndOffsets:
+		return "delete-topic-and-offsets"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -137,6 +142,8 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &deletePartitionOffsetsCommand{}
 	case commandAllocateProducerIDs:
 		c = &allocateProducerIDsCommand{}
+	case commandDeleteTopicAndOffsets:
+		c = &deleteTopicAndOffsetsCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}
@@ -243,6 +250,15 @@ func (c *deleteTopicCommand) apply(state *Metadata) (*Metadata, applyResult) {
 	}
 	return state.withTopic(c.Name, nil), applyResult{}
 }
+
+// deleteTopicAndOffsetsCommand deletes a topic and, in the FSM, every group's committed offsets of
+// it, as Kafka does: a topic re-created under the name must not start its groups at offsets of the
+// old one.
+type deleteTopicAndOffsetsCommand struct {
+	deleteTopicCommand
+}
+
+func (*deleteTopicAndOffsetsCommand) kind() commandType { return commandDeleteTopicAndOffsets }
 
 // createPartitionsCommand appends placed partitions to a topic. The first
 // new partition's index must equal the topic's partition count when the

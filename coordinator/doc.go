@@ -29,7 +29,7 @@
 //	1 noop   2 init-cluster   3 register-broker   4 create-topic
 //	5 delete-topic   6 create-partitions   7 alter-topic-configs
 //	8 commit-offsets   9 delete-group-offsets   10 delete-partition-offsets
-//	11 allocate-producer-ids
+//	11 allocate-producer-ids   12 delete-topic-and-offsets
 //
 // New commands (voters, ...) take new type numbers; existing numbers and
 // JSON field names never change meaning. A node that meets a type it does
@@ -48,8 +48,9 @@
 // Config.OffsetCommitLinger) into one commit-offsets entry, so a Raft round
 // (about 1 ms) is paid per batch, never per partition. Membership and
 // generation checks belong to the proposer (the broker's group
-// coordinator); application stores what it is given. Offsets of a deleted
-// topic are not dropped by delete-topic (whose meaning is fixed).
+// coordinator); application stores what it is given. DeleteTopic proposes
+// delete-topic-and-offsets (12), which also drops the topic's offsets;
+// delete-topic (5) keeps its original meaning for older logs.
 //
 // # Producer ids
 //

@@ -70,6 +70,12 @@ func (f *fsm) Apply(entry *raft.Log) any {
 	}
 	next, result := c.apply(f.state.Load())
 	if next != nil {
+		if deleted, ok := c.(*deleteTopicAndOffsetsCommand); ok {
+			if offsets, changed := f.offsets.Load().withoutTopic(deleted.Name); changed {
+				offsets.Index = entry.Index
+				f.offsets.Store(offsets)
+			}
+		}
 		next.Version = entry.Index
 		f.state.Store(next)
 		f.publish(next)

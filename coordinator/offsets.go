@@ -104,6 +104,27 @@ func (o *Offsets) withoutPartitions(group string, partitions []TopicPartition) *
 	return next
 }
 
+// withoutTopic returns a copy of o without any group's offsets for topic (a group left with none
+// disappears) and whether there were any.
+func (o *Offsets) withoutTopic(topic string) (*Offsets, bool) {
+	next := &Offsets{Index: o.Index, groups: maps.Clone(o.groups)}
+	changed := false
+	for group, offsets := range o.groups {
+		kept := maps.Clone(offsets)
+		maps.DeleteFunc(kept, func(tp TopicPartition, _ CommittedOffset) bool { return tp.Topic == topic })
+		switch {
+		case len(kept) == len(offsets):
+			continue
+		case len(kept) == 0:
+			delete(next.groups, group)
+		default:
+			next.groups[group] = kept
+		}
+		changed = true
+	}
+	return next, changed
+}
+
 // sortedCommits lists every committed offset ordered by group, topic and partition: the snapshot
 // form, equal bytes for equal states.
 func (o *Offsets) sortedCommits() []OffsetCommit {

@@ -146,3 +146,34 @@ func TestCommitOffsetsBatchesAndSurvivesReopen(t *testing.T) {
 		t.Fatal("commit after close succeeded")
 	}
 }
+
+// TestDeleteTopicDropsItsOffsets: committed offsets of a deleted topic go with it (in the log and
+// after a replay), and other topics' offsets stay.
+func TestDeleteTopicDropsItsOffsets(t *testing.T) {
+	c := openWithBrokers(t, 1)
+	mustCreate(t, c, "gone", 2, 1, nil)
+	mustCreate(t, c, "kept", 1, 1, nil)
+	done := make(chan error, 1)
+	c.CommitOffsets([]OffsetCommit{commitOf("g", "gone", 0, 5), commitOf("g", "gone", 1, 6), commitOf("g", "kept", 0, 7), commitOf("h", "gone", 0, 8)},
+		func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTopic(testContext(t), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(c *Coordinator) {
+		t.Helper()
+		if _, ok := c.Offsets().Lookup("g", "gone", 0); ok {
+			t.Fatal("offset of a deleted topic survived")
+		}
+		if c.Offsets().Group("h") != nil {
+			t.Fatal("group with only offsets of the deleted topic survived")
+		}
+		if committed, ok := c.Offsets().Lookup("g", "kept", 0); !ok || committed.Offset != 7 {
+			t.Fatalf("offset of another topic: %+v %v", committed, ok)
+		}
+	}
+	check(c)
+	check(reopen(t, c))
+}
