@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -14,9 +15,10 @@ type Driver interface {
 	CreateTopic(ctx context.Context, name string, partitions int32) error
 	DeleteTopic(ctx context.Context, name string) error
 	NewProducer(ctx context.Context, w Workload) (Producer, error)
-	// NewConsumer reads the partitions named, from their start, calling onRecord for each record
-	// (from one goroutine at a time).
-	NewConsumer(ctx context.Context, topic string, partitions []int32, onRecord func(value []byte)) (Consumer, error)
+	// NewConsumer joins group as a member subscribing to topic (cooperative-sticky balancing,
+	// commits every few seconds and on revoke) and calls onRecord for each record it is given (from
+	// one goroutine at a time). A partition without a committed offset starts at its log start.
+	NewConsumer(ctx context.Context, topic, group string, onRecord func(value []byte)) (Consumer, error)
 	Close()
 }
 
@@ -30,7 +32,28 @@ type Producer interface {
 
 // Consumer reads until Close.
 type Consumer interface {
+	// Assigned is closed once the group has given this member partitions.
+	Assigned() <-chan struct{}
+	// Close leaves the group and reports what stopped the reading early, if anything.
 	Close() error
+}
+
+// groupHeartbeatInterval is both drivers' heartbeat: members learn of a rebalance at their next
+// heartbeat, so a short one lets a group of many members settle within a warm-up.
+const groupHeartbeatInterval = time.Second
+
+// assignedSignal closes its channel at the first assignment that holds partitions.
+type assignedSignal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newAssignedSignal() *assignedSignal { return &assignedSignal{ch: make(chan struct{})} }
+
+func (s *assignedSignal) assigned(partitions int) {
+	if partitions > 0 {
+		s.once.Do(func() { close(s.ch) })
+	}
 }
 
 // Drivers names the drivers NewDriver knows.

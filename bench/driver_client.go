@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sluice-mq/sluice/client"
 	"github.com/sluice-mq/sluice/protocol"
 )
 
 // clientDriver drives sluice's client/. Producers share one Client (one connection per broker and
-// role), as an application would; each consumer has its own, so fetches of different consumers do
-// not queue behind each other on one connection.
+// role), as an application would; each consumer (a GroupConsumer) has its own, so fetches of
+// different consumers do not queue behind each other on one connection.
 type clientDriver struct {
 	brokers []string
 	shared  *client.Client
@@ -62,33 +63,31 @@ func (p *clientProducer) Send(ctx context.Context, topic string, key, value []by
 
 func (p *clientProducer) Close(ctx context.Context) error { return p.producer.Close(ctx) }
 
-func (d *clientDriver) NewConsumer(ctx context.Context, topic string, partitions []int32, onRecord func([]byte)) (Consumer, error) {
+func (d *clientDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte)) (Consumer, error) {
 	c, err := client.New(client.WithSeedBrokers(d.brokers...), client.WithClientID("sluice-bench-consumer"))
 	if err != nil {
 		return nil, err
 	}
-	consumer, err := client.NewConsumer(c)
+	signal := newAssignedSignal()
+	member, err := client.NewGroupConsumer(c, group, []string{topic},
+		client.WithBalancers(client.CooperativeStickyBalancer()), client.WithResetOffset(client.AtStart()),
+		client.WithHeartbeatInterval(groupHeartbeatInterval), client.WithAutoCommitInterval(5*time.Second),
+		client.WithOnAssigned(func(_ context.Context, partitions []client.TopicPartition) { signal.assigned(len(partitions)) }))
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	assignments := make([]client.Assignment, 0, len(partitions))
-	for _, p := range partitions {
-		assignments = append(assignments, client.Assignment{Topic: topic, Partition: p, Offset: client.AtStart()})
-	}
-	if err := consumer.Assign(ctx, assignments...); err != nil {
-		consumer.Close()
-		c.Close()
-		return nil, err
-	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	cc := &clientConsumer{client: c, consumer: consumer, cancel: cancel}
+	cc := &clientConsumer{client: c, member: member, signal: signal, cancel: cancel}
 	cc.loop.Add(1)
 	go func() {
 		defer cc.loop.Done()
 		for {
-			fetches, err := consumer.Poll(runCtx)
+			fetches, err := member.Poll(runCtx)
 			if err != nil {
+				if runCtx.Err() == nil {
+					cc.setErr(fmt.Errorf("bench: consume %s as group %s: %w", topic, group, err))
+				}
 				return
 			}
 			for _, f := range fetches {
@@ -106,12 +105,13 @@ func (d *clientDriver) NewConsumer(ctx context.Context, topic string, partitions
 }
 
 type clientConsumer struct {
-	client   *client.Client
-	consumer *client.Consumer
-	cancel   context.CancelFunc
-	loop     sync.WaitGroup
-	mu       sync.Mutex
-	err      error
+	client *client.Client
+	member *client.GroupConsumer
+	signal *assignedSignal
+	cancel context.CancelFunc
+	loop   sync.WaitGroup
+	mu     sync.Mutex
+	err    error
 }
 
 func (c *clientConsumer) setErr(err error) {
@@ -120,10 +120,16 @@ func (c *clientConsumer) setErr(err error) {
 	c.mu.Unlock()
 }
 
+func (c *clientConsumer) Assigned() <-chan struct{} { return c.signal.ch }
+
 func (c *clientConsumer) Close() error {
 	c.cancel()
 	c.loop.Wait()
-	c.consumer.Close()
+	// The commit and LeaveGroup of Close can fail when the group's members leave together (a
+	// rebalance started by one fails the commit of the next); nothing measured depends on them.
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c.member.Close(closeCtx)
+	cancel()
 	c.client.Close()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -103,18 +104,20 @@ func (p *franzProducer) Close(ctx context.Context) error {
 	return err
 }
 
-func (d *franzDriver) NewConsumer(ctx context.Context, topic string, partitions []int32, onRecord func([]byte)) (Consumer, error) {
-	offsets := map[int32]kgo.Offset{}
-	for _, p := range partitions {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
+func (d *franzDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte)) (Consumer, error) {
+	signal := newAssignedSignal()
 	c, err := kgo.NewClient(kgo.SeedBrokers(d.brokers...), kgo.ClientID("sluice-bench-consumer"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.HeartbeatInterval(groupHeartbeatInterval),
+		kgo.AutoCommitInterval(5*time.Second),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			signal.assigned(len(assigned[topic]))
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("bench: franz-go consumer: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	fc := &franzConsumer{client: c, cancel: cancel}
+	fc := &franzConsumer{client: c, signal: signal, cancel: cancel}
 	fc.loop.Add(1)
 	go func() {
 		defer fc.loop.Done()
@@ -133,6 +136,7 @@ func (d *franzDriver) NewConsumer(ctx context.Context, topic string, partitions 
 
 type franzConsumer struct {
 	client *kgo.Client
+	signal *assignedSignal
 	cancel context.CancelFunc
 	loop   sync.WaitGroup
 	mu     sync.Mutex
@@ -147,6 +151,9 @@ func (c *franzConsumer) setErr(err error) {
 	c.mu.Unlock()
 }
 
+func (c *franzConsumer) Assigned() <-chan struct{} { return c.signal.ch }
+
+// Close leaves the group (committing on revoke, as autocommitting kgo does) and closes the client.
 func (c *franzConsumer) Close() error {
 	c.cancel()
 	c.loop.Wait()

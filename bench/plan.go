@@ -20,14 +20,18 @@ type Plan struct {
 	Consumers []ConsumerSlot `json:"consumers"`
 }
 
-// ConsumerSlot is one consumer: a member of a group of one topic, reading a fixed share of the
-// topic's partitions (partition p goes to member p mod consumers_per_group).
+// ConsumerSlot is one consumer: a member of consumer group Group of one topic (GroupID names it on
+// the broker). The harness does not split partitions itself: the group's members, in this process
+// or on other agents, share the topic's partitions through the broker's group coordinator.
 type ConsumerSlot struct {
-	Topic      int     `json:"topic"`
-	Group      int     `json:"group"`
-	Member     int     `json:"member"`
-	Partitions []int32 `json:"partitions"`
+	Topic  int `json:"topic"`
+	Group  int `json:"group"`
+	Member int `json:"member"`
 }
+
+// GroupID is the broker's name for consumer group group of topic. Topic names are fresh for each
+// run, so the groups are too (nothing committed before), and every agent derives the same name.
+func GroupID(topic string, group int) string { return fmt.Sprintf("%s-group-%d", topic, group) }
 
 // TopicNames returns fresh topic names for a run of w.
 func TopicNames(w Workload) []string {
@@ -57,11 +61,7 @@ func FullPlan(w Workload, driver string, brokers, topics []string) Plan {
 		}
 		for group := range w.ConsumerGroups {
 			for member := range w.ConsumersPerGroup {
-				slot := ConsumerSlot{Topic: topic, Group: group, Member: member}
-				for p := int32(member); p < w.Partitions; p += int32(w.ConsumersPerGroup) {
-					slot.Partitions = append(slot.Partitions, p)
-				}
-				plan.Consumers = append(plan.Consumers, slot)
+				plan.Consumers = append(plan.Consumers, ConsumerSlot{Topic: topic, Group: group, Member: member})
 			}
 		}
 	}

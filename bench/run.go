@@ -137,9 +137,11 @@ func Execute(ctx context.Context, plan Plan, progress Progress) (*Result, error)
 	}
 	defer driver.Close()
 	rec := newRecorder()
-	started := time.Now()
 
-	// Consumers first, from the start of fresh topics, so that they see every record.
+	// Consumers first. Each joins its group, which has nothing committed on the fresh topics, so
+	// every partition starts at its log start and the group sees every record. Producers start
+	// (and the run's clock with them) once every consumer here has partitions: the join and the
+	// rebalances that follow it are then not counted in end-to-end latency.
 	var consumers []Consumer
 	closeConsumers := func() error {
 		var errs []error
@@ -151,12 +153,17 @@ func Execute(ctx context.Context, plan Plan, progress Progress) (*Result, error)
 	}
 	defer closeConsumers()
 	for _, slot := range plan.Consumers {
-		c, err := driver.NewConsumer(ctx, plan.Topics[slot.Topic], slot.Partitions, func(value []byte) { rec.consumed(value, time.Now()) })
+		topic := plan.Topics[slot.Topic]
+		c, err := driver.NewConsumer(ctx, topic, GroupID(topic, slot.Group), func(value []byte) { rec.consumed(value, time.Now()) })
 		if err != nil {
-			return nil, fmt.Errorf("bench: consumer of %s: %w", plan.Topics[slot.Topic], err)
+			return nil, fmt.Errorf("bench: consumer of %s: %w", topic, err)
 		}
 		consumers = append(consumers, c)
 	}
+	if err := awaitAssigned(ctx, consumers, consumerJoinTimeout); err != nil {
+		return nil, err
+	}
+	started := time.Now()
 
 	produceCtx, stopProducing := context.WithCancel(ctx)
 	defer stopProducing()
@@ -273,6 +280,34 @@ loop:
 	}
 	result.Summarize()
 	return result, nil
+}
+
+// consumerJoinTimeout bounds the wait for every consumer to be given partitions. Joining takes the
+// broker's initial rebalance delay and, per member that joins later, a heartbeat or two.
+const consumerJoinTimeout = 30 * time.Second
+
+// awaitAssigned waits until each consumer has partitions, or fails after timeout.
+func awaitAssigned(ctx context.Context, consumers []Consumer, timeout time.Duration) error {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for i, c := range consumers {
+		select {
+		case <-c.Assigned():
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			waiting := 0
+			for _, c := range consumers[i:] {
+				select {
+				case <-c.Assigned():
+				default:
+					waiting++
+				}
+			}
+			return fmt.Errorf("bench: %d of %d consumers were given no partitions by their group within %v", waiting, len(consumers), timeout)
+		}
+	}
+	return nil
 }
 
 // produceLoop sends records until ctx ends. With a rate, record i is due at start + i/rate and its

@@ -53,19 +53,19 @@ func TestPlanSplitDealsEverythingOnce(t *testing.T) {
 	if len(full.Producers) != 6 || len(full.Consumers) != 12 {
 		t.Fatalf("full plan: %d producers, %d consumers", len(full.Producers), len(full.Consumers))
 	}
-	// Each group of each topic covers every partition exactly once.
-	covered := map[[3]int]int{}
+	// Each group of each topic has its members once, under a name of its own; the broker, not the
+	// plan, shares the partitions among them.
+	members := map[string][]int{}
 	for _, c := range full.Consumers {
-		for _, p := range c.Partitions {
-			covered[[3]int{c.Topic, c.Group, int(p)}]++
-		}
+		id := GroupID(full.Topics[c.Topic], c.Group)
+		members[id] = append(members[id], c.Member)
 	}
-	if len(covered) != 2*2*int(w.Partitions) {
-		t.Fatalf("%d (topic, group, partition) covered", len(covered))
+	if len(members) != 2*2 {
+		t.Fatalf("%d group ids for 2 topics x 2 groups: %v", len(members), members)
 	}
-	for key, n := range covered {
-		if n != 1 {
-			t.Fatalf("%v read by %d consumers", key, n)
+	for id, m := range members {
+		if len(m) != 3 || m[0] != 0 || m[1] != 1 || m[2] != 2 {
+			t.Fatalf("group %s has members %v", id, m)
 		}
 	}
 	parts := full.Split(4)

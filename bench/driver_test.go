@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sluice-mq/sluice/broker"
+)
+
+// startBroker runs an in-process broker on ephemeral ports and returns its Kafka address.
+func startBroker(t testing.TB) string {
+	t.Helper()
+	cfg := broker.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.RaftListen = "127.0.0.1:0"
+	cfg.Metrics = metrics.NewSet()
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := broker.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return b.Addr().String()
+}
+
+// TestConsumersShareTheirGroup runs two consumers of one group through each driver: the broker's
+// group coordinator must give both of them partitions, and between them they must read every
+// record once, including the records written before they joined (a fresh group starts at the log
+// start).
+func TestConsumersShareTheirGroup(t *testing.T) {
+	address := startBroker(t)
+	for _, name := range Drivers {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			driver, err := NewDriver(name, []string{address})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer driver.Close()
+			topic := "share-" + name
+			if err := driver.CreateTopic(ctx, topic, 4); err != nil {
+				t.Fatal(err)
+			}
+			w := DefaultWorkload()
+			w.Keys, w.Linger = "random", time.Millisecond
+			producer, err := driver.NewProducer(ctx, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const records = 200
+			send := func(from, to int) {
+				for i := from; i < to; i++ {
+					value := make([]byte, MinMessageSize)
+					binary.BigEndian.PutUint64(value[8:], uint64(i))
+					err := producer.Send(ctx, topic, fmt.Appendf(nil, "key-%d", i), value, func(err error) {
+						if err != nil {
+							t.Errorf("record %d: %v", i, err)
+						}
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			send(0, records/2)
+
+			var mu sync.Mutex
+			seen := map[uint64]int{}
+			var perConsumer [2]int
+			everything := make(chan struct{})
+			var consumers []Consumer
+			for i := range perConsumer {
+				c, err := driver.NewConsumer(ctx, topic, GroupID(topic, 0), func(value []byte) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen[binary.BigEndian.Uint64(value[8:])]++
+					perConsumer[i]++
+					if len(seen) == records && perConsumer[0]+perConsumer[1] == records {
+						close(everything)
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				consumers = append(consumers, c)
+			}
+			defer func() {
+				for _, c := range consumers {
+					if err := c.Close(); err != nil {
+						t.Errorf("close consumer: %v", err)
+					}
+				}
+			}()
+			if err := awaitAssigned(ctx, consumers, 20*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			send(records/2, records)
+			if err := producer.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-everything:
+			case <-ctx.Done():
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("read %d distinct of %d records (%v per consumer)", len(seen), records, perConsumer)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if perConsumer[0] == 0 || perConsumer[1] == 0 {
+				t.Fatalf("records per consumer %v: the group did not share the partitions", perConsumer)
+			}
+		})
+	}
+}
