@@ -237,3 +237,69 @@ func TestGroupProtocolOverTheWire(t *testing.T) {
 	}
 	wantCode(t, "produce to __consumer_offsets", c.produce("__consumer_offsets", 0, recordBatch(time.Now(), "x")).ErrorCode, protocol.InvalidTopicException)
 }
+
+// TestLeaderThatNeverSyncsIsRemovedAfterRebalanceTimeout: two members join with a short rebalance
+// timeout and a session timeout longer than the test's connections live, so only the wait for the
+// leader's SyncGroup can end. The leader never syncs: the follower's parked SyncGroup is answered
+// REBALANCE_IN_PROGRESS once the rebalance timeout has passed, the leader is no longer a member, and
+// the follower rejoins as leader of the next generation.
+func TestLeaderThatNeverSyncsIsRemovedAfterRebalanceTimeout(t *testing.T) {
+	const rebalanceTimeout = time.Second
+	b := startBroker(t, nil)
+	began := time.Now()
+	conns := []*testConn{dial(t, b), dial(t, b)}
+	join := func(memberID string) *kmsg.JoinGroupRequest {
+		req := joinRequest(3, "lazy-leader", memberID) // v3: a member id at once
+		req.SessionTimeoutMillis = 60_000
+		req.RebalanceTimeoutMillis = int32(rebalanceTimeout.Milliseconds())
+		return req
+	}
+	// Both join within the group's initial delay, so they share generation 1.
+	requests := []*kmsg.JoinGroupRequest{join(""), join("")}
+	correlations := []int32{conns[0].send(requests[0]), conns[1].send(requests[1])}
+	var leader, follower int
+	var joined [2]*kmsg.JoinGroupResponse
+	for i, c := range conns {
+		joined[i] = c.receive(requests[i], correlations[i]).(*kmsg.JoinGroupResponse)
+		if joined[i].ErrorCode != 0 || joined[i].Generation != 1 {
+			t.Fatalf("join %d: %+v", i, joined[i])
+		}
+		if joined[i].LeaderID == joined[i].MemberID {
+			leader = i
+		} else {
+			follower = i
+		}
+	}
+	if leader == follower || len(joined[leader].Members) != 2 || joined[follower].LeaderID != joined[leader].MemberID {
+		t.Fatalf("no single leader of both: %+v, %+v", joined[0], joined[1])
+	}
+
+	// The follower syncs and waits; the leader stays silent.
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.SetVersion(3)
+	sync.Group, sync.MemberID, sync.Generation = "lazy-leader", joined[follower].MemberID, 1
+	resp := roundTrip[*kmsg.SyncGroupResponse](conns[follower], sync)
+	waited := time.Since(began)
+	wantCode(t, "parked sync after the leader's rebalance timeout", resp.ErrorCode, protocol.RebalanceInProgress)
+	if waited < rebalanceTimeout {
+		t.Fatalf("parked sync answered after %v, before the rebalance timeout %v", waited, rebalanceTimeout)
+	}
+	t.Logf("parked sync answered %v after the joins were sent", waited.Round(time.Millisecond))
+
+	heartbeat := kmsg.NewPtrHeartbeatRequest()
+	heartbeat.SetVersion(3)
+	heartbeat.Group, heartbeat.MemberID, heartbeat.Generation = "lazy-leader", joined[leader].MemberID, 1
+	wantCode(t, "heartbeat of the removed leader", roundTrip[*kmsg.HeartbeatResponse](conns[leader], heartbeat).ErrorCode, protocol.UnknownMemberID)
+
+	rejoined := roundTrip[*kmsg.JoinGroupResponse](conns[follower], join(joined[follower].MemberID))
+	if rejoined.ErrorCode != 0 || rejoined.Generation != 2 || rejoined.LeaderID != joined[follower].MemberID || len(rejoined.Members) != 1 {
+		t.Fatalf("rejoin: %+v", rejoined)
+	}
+	sync.Generation = 2
+	assignment := kmsg.NewSyncGroupRequestGroupAssignment()
+	assignment.MemberID, assignment.MemberAssignment = joined[follower].MemberID, []byte("everything")
+	sync.GroupAssignment = append(sync.GroupAssignment, assignment)
+	if resp := roundTrip[*kmsg.SyncGroupResponse](conns[follower], sync); resp.ErrorCode != 0 || string(resp.MemberAssignment) != "everything" {
+		t.Fatalf("sync as the new leader: %+v", resp)
+	}
+}

@@ -3,9 +3,10 @@ package broker
 // The group coordinator: this broker coordinates every consumer group (a single-node cluster has one
 // coordinator). Membership lives in memory, one group.Group per group id, each under its own lock
 // with the JoinGroup and SyncGroup requests parked in it and a timer set to the group's next
-// deadline (session ends, rebalance deadline). Committed offsets live in the Raft coordinator
-// (coordinator.Offsets), so they survive restarts; membership does not, and members that come back
-// after a restart get UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION and join again.
+// deadline (session ends, the end of a join phase, the end of the wait for the leader's SyncGroup).
+// Committed offsets live in the Raft coordinator (coordinator.Offsets), so they survive restarts;
+// membership does not, and members that come back after a restart get UNKNOWN_MEMBER_ID or
+// ILLEGAL_GENERATION and join again.
 //
 // Lock order: groupCoordinator.mu, then groupEntry.mu. Responses are sent under groupEntry.mu
 // (Responder.Send only queues); nothing blocks under it.
@@ -150,7 +151,8 @@ func (c *groupCoordinator) scheduleLocked(e *groupEntry) {
 	e.mu.timer.Reset(wait)
 }
 
-// tick runs on the group's timer.
+// tick runs on the group's timer: what the group's deadlines decide (expired members removed, a
+// join phase ended, a leader that never sent SyncGroup removed) answers parked requests from here.
 func (c *groupCoordinator) tick(e *groupEntry) {
 	c.mu.Lock()
 	closed := c.mu.closed

@@ -2,11 +2,13 @@ package broker
 
 // SyncGroup v0-v5. After a join phase, the leader sends the assignment and every member receives
 // its part. A follower's SyncGroup that arrives before the leader's is parked in the group and
-// answered when the leader's arrives (never waiting on the connection's worker). In a Stable group
-// a member gets its current assignment at once. Refusals: empty group id INVALID_GROUP_ID; unknown
-// group or member UNKNOWN_MEMBER_ID; fenced static member FENCED_INSTANCE_ID; wrong generation
-// ILLEGAL_GENERATION; a join phase in progress REBALANCE_IN_PROGRESS; protocol type or name (v5)
-// other than the group's INCONSISTENT_GROUP_PROTOCOL.
+// answered when the leader's arrives (never waiting on the connection's worker), or with
+// REBALANCE_IN_PROGRESS when the leader has not synced within the group's rebalance timeout (the
+// leader is then removed and the others rejoin). In a Stable group a member gets its current
+// assignment at once. Refusals: empty group id INVALID_GROUP_ID; unknown group or member
+// UNKNOWN_MEMBER_ID; fenced static member FENCED_INSTANCE_ID; wrong generation ILLEGAL_GENERATION; a
+// join phase in progress REBALANCE_IN_PROGRESS; protocol type or name (v5) other than the group's
+// INCONSISTENT_GROUP_PROTOCOL.
 
 import (
 	"fmt"

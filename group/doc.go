@@ -11,8 +11,10 @@
 //	PreparingRebalance   CompletingRebalance  every member rejoined, or the rebalance deadline passed
 //	PreparingRebalance   Empty                the join phase ended with no member left
 //	CompletingRebalance  Stable               the leader's SyncGroup brought the assignment
-//	CompletingRebalance  PreparingRebalance   a member joined, left, changed protocols or expired
-//	Stable               PreparingRebalance   the same, or the leader rejoined
+//	CompletingRebalance  PreparingRebalance   a member joined, left, changed protocols or expired,
+//	                                          or the sync deadline passed without the leader's SyncGroup
+//	Stable               PreparingRebalance   a member joined, left, changed protocols or expired,
+//	                                          or the leader rejoined
 //	Empty (and any)      Dead                 DeleteGroups on a group without members
 //
 // Every state change goes through Group.transition (state.go), which panics on a transition outside
@@ -27,6 +29,9 @@
 //     deadline (now + the largest rebalance timeout when the phase began); members that did not
 //     rejoin are removed. A group leaving Empty waits at least InitialRebalanceDelay, extended by
 //     each new member up to the deadline, so that consumers starting together share one rebalance.
+//   - The wait for the leader's SyncGroup ends at the sync deadline (the end of the join phase plus
+//     the largest rebalance timeout): members that have not sent SyncGroup, the leader among them,
+//     are removed, and the others rebalance; their parked SyncGroups get REBALANCE_IN_PROGRESS.
 //   - The generation grows by one each time the join phase ends. The protocol is the one every
 //     member supports that most members prefer (ties: lowest name). The leader stays if still a
 //     member, otherwise it is the member that joined first. Only the leader gets the member list.
@@ -42,5 +47,6 @@
 //   - Every member id in staticMembers names a member with that instance id, and back.
 //   - A member is awaitingJoin only in PreparingRebalance, awaitingSync only in CompletingRebalance.
 //   - leader is "" or a member id; it is a member id in CompletingRebalance and Stable.
+//   - syncDeadline is set exactly in CompletingRebalance.
 //   - members is empty in Empty and Dead.
 package group

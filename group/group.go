@@ -111,6 +111,9 @@ type Group struct {
 	rebalanceDeadline time.Time
 	// initialDelayUntil is the earliest end of a join phase that began in Empty.
 	initialDelayUntil time.Time
+	// syncDeadline ends the wait for the leader's SyncGroup: members that have not sent one by then
+	// are removed. Invariant: non-zero exactly in CompletingRebalance.
+	syncDeadline time.Time
 }
 
 // New returns an Empty group at generation 0.

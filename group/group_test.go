@@ -79,6 +79,9 @@ func checkInvariants(t *testing.T, g *Group) {
 	if (g.state == CompletingRebalance || g.state == Stable) && g.leader == "" {
 		t.Fatalf("no leader in %s", g.state)
 	}
+	if (g.state == CompletingRebalance) == g.syncDeadline.IsZero() {
+		t.Fatalf("sync deadline %v in %s", g.syncDeadline, g.state)
+	}
 	if (g.state == Empty || g.state == Dead) && len(g.members) > 0 {
 		t.Fatalf("%d members in %s", len(g.members), g.state)
 	}
@@ -370,6 +373,95 @@ func TestRebalanceDeadlineRemovesMembersThatDidNotRejoin(t *testing.T) {
 	}
 }
 
+// completingGroup builds a group of the given member ids in CompletingRebalance at generation 1,
+// the first being leader, each member with the given rebalance timeout; it returns the time the
+// join phase ended.
+func completingGroup(t *testing.T, rebalanceTimeouts map[string]time.Duration, ids ...string) (*Group, time.Time) {
+	t.Helper()
+	g := New("g", testConfig())
+	for _, id := range ids {
+		req := joinReq("", id)
+		req.RebalanceTimeout = rebalanceTimeouts[id]
+		g.Join(t0, req)
+	}
+	now := t0.Add(100 * time.Millisecond)
+	if out := g.Tick(now); len(out.Joins) != len(ids) {
+		t.Fatalf("%d join answers, want %d", len(out.Joins), len(ids))
+	}
+	wantState(t, g, CompletingRebalance)
+	return g, now
+}
+
+func TestSyncDeadlineRemovesMembersThatDidNotSync(t *testing.T) {
+	timeouts := map[string]time.Duration{"a": 5 * time.Second, "b": 3 * time.Second, "c": time.Second}
+	g, now := completingGroup(t, timeouts, "a", "b", "c")
+	deadline := now.Add(5 * time.Second) // the largest rebalance timeout, not the leader's or the first's
+	if _, parked, _ := g.Sync(now, SyncRequest{MemberID: "b", Generation: 1}); !parked {
+		t.Fatal("follower sync did not park")
+	}
+	// The leader and c stay alive by heartbeats, so no session ends: only the sync deadline can.
+	wantCode(t, g.Heartbeat(now.Add(4*time.Second), "a", "", 1), protocol.None)
+	wantCode(t, g.Heartbeat(now.Add(4*time.Second), "c", "", 1), protocol.None)
+	if next := g.NextDeadline(); !next.Equal(deadline) {
+		t.Fatalf("next deadline %v, want the sync deadline %v", next, deadline)
+	}
+	if out := g.Tick(deadline.Add(-time.Nanosecond)); !out.Empty() {
+		t.Fatalf("ticked before the sync deadline: %+v", out)
+	}
+	wantState(t, g, CompletingRebalance)
+
+	out := g.Tick(deadline)
+	wantState(t, g, PreparingRebalance) // CompletingRebalance -> PreparingRebalance
+	if len(out.Syncs) != 1 || len(out.Joins) != 0 {
+		t.Fatalf("%+v", out)
+	}
+	wantCode(t, syncFor(t, out, "b").Err, protocol.RebalanceInProgress)
+	if g.Len() != 1 || g.members["b"] == nil || g.Leader() != "" || g.Generation() != 1 {
+		t.Fatalf("members %v leader %q generation %d", g.Members(), g.Leader(), g.Generation())
+	}
+	wantCode(t, g.Heartbeat(deadline, "a", "", 1), protocol.UnknownMemberID)
+	wantCode(t, g.Heartbeat(deadline, "b", "", 1), protocol.RebalanceInProgress)
+
+	// b rejoins and leads the next generation.
+	_, parked, out := g.Join(deadline, joinReq("b", ""))
+	if r := joinFor(t, out, "b"); !parked || r.Leader != "b" || r.Generation != 2 {
+		t.Fatalf("parked %v %+v", parked, r)
+	}
+	wantState(t, g, CompletingRebalance)
+	if !g.syncDeadline.Equal(deadline.Add(20 * time.Second)) { // joinReq's rebalance timeout
+		t.Fatalf("sync deadline %v", g.syncDeadline)
+	}
+}
+
+func TestSyncDeadlineWithNobodySyncedEmptiesGroup(t *testing.T) {
+	g, now := completingGroup(t, map[string]time.Duration{"a": 5 * time.Second, "b": 5 * time.Second}, "a", "b")
+	wantCode(t, g.Heartbeat(now.Add(4*time.Second), "a", "", 1), protocol.None)
+	wantCode(t, g.Heartbeat(now.Add(4*time.Second), "b", "", 1), protocol.None)
+	out := g.Tick(now.Add(5 * time.Second))
+	wantState(t, g, Empty) // CompletingRebalance -> PreparingRebalance -> Empty
+	if !out.Empty() || g.Len() != 0 || g.Generation() != 2 || !g.NextDeadline().IsZero() {
+		t.Fatalf("out %+v, %d members, generation %d", out, g.Len(), g.Generation())
+	}
+}
+
+func TestLeaderSyncBeforeDeadlineClearsIt(t *testing.T) {
+	g, now := completingGroup(t, map[string]time.Duration{"a": 5 * time.Second, "b": 5 * time.Second}, "a", "b")
+	g.Sync(now, SyncRequest{MemberID: "b", Generation: 1})
+	_, _, out := g.Sync(now.Add(4*time.Second), SyncRequest{MemberID: "a", Generation: 1, Assignments: map[string][]byte{"b": []byte("pb")}})
+	wantState(t, g, Stable)
+	if string(syncFor(t, out, "b").Assignment) != "pb" {
+		t.Fatalf("%+v", out)
+	}
+	// Only sessions are left to expire: b's, 10 s after the leader's sync answered it.
+	if next := g.NextDeadline(); !next.Equal(now.Add(14 * time.Second)) {
+		t.Fatalf("next deadline %v", next)
+	}
+	if out := g.Tick(now.Add(5 * time.Second)); !out.Empty() {
+		t.Fatalf("%+v", out)
+	}
+	wantState(t, g, Stable)
+}
+
 func TestStaticMemberRejoinsWithoutRebalanceAndFencesOldID(t *testing.T) {
 	g := New("g", Config{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute})
 	for _, id := range []string{"a", "b"} {
@@ -534,6 +626,9 @@ func TestRandomOperations(t *testing.T) {
 				nextID++
 				req := joinReq(id, fmt.Sprintf("m%d", nextID))
 				req.RequireKnownMemberID = rng.IntN(2) == 0
+				// Rebalance timeouts both shorter and longer than the 10 s session, so that join
+				// phases and waits for the leader's SyncGroup end by their deadlines too.
+				req.RebalanceTimeout = time.Duration(1+rng.IntN(20)) * time.Second
 				if rng.IntN(3) == 0 {
 					req.InstanceID = fmt.Sprintf("i%d", rng.IntN(4))
 				}

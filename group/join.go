@@ -259,15 +259,22 @@ func (g *Group) prepareRebalance(now time.Time, out *Outcome) {
 	}
 	g.transition(PreparingRebalance)
 	g.protocol = ""
-	var longest time.Duration
-	for _, m := range g.members {
-		longest = max(longest, m.RebalanceTimeout)
-	}
-	g.rebalanceDeadline = now.Add(longest)
+	g.syncDeadline = time.Time{}
+	g.rebalanceDeadline = now.Add(g.longestRebalanceTimeout())
 	g.initialDelayUntil = time.Time{}
 	if wasEmpty && g.config.InitialRebalanceDelay > 0 {
 		g.initialDelayUntil = minTime(now.Add(g.config.InitialRebalanceDelay), g.rebalanceDeadline)
 	}
+}
+
+// longestRebalanceTimeout is the group's rebalance timeout: the largest of its members' (Kafka's
+// group.rebalanceTimeoutMs), bounding both the join phase and the wait for the leader's SyncGroup.
+func (g *Group) longestRebalanceTimeout() time.Duration {
+	var longest time.Duration
+	for _, m := range g.members {
+		longest = max(longest, m.RebalanceTimeout)
+	}
+	return longest
 }
 
 // allJoined reports whether every member and every pending member id has rejoined.
@@ -313,6 +320,7 @@ func (g *Group) completeJoin(now time.Time, out *Outcome) {
 		g.leader = g.orderedMembers()[0].ID
 	}
 	g.transition(CompletingRebalance)
+	g.syncDeadline = now.Add(g.longestRebalanceTimeout())
 	for _, m := range g.orderedMembers() {
 		m.awaitingJoin = false
 		m.lastHeard = now
@@ -376,6 +384,19 @@ func (g *Group) removeMember(id string, err error, out *Outcome) {
 	if g.leader == id {
 		g.leader = ""
 	}
+}
+
+// expireSync ends a CompletingRebalance whose leader did not send SyncGroup by the sync deadline,
+// as Kafka's coordinator does: the members that have not synced (the leader always among them) are
+// removed, and the rest rebalance; their parked SyncGroups get REBALANCE_IN_PROGRESS and they
+// rejoin. CompletingRebalance -> PreparingRebalance (-> Empty when no member is left).
+func (g *Group) expireSync(now time.Time, out *Outcome) {
+	for id, m := range g.members {
+		if !m.awaitingSync {
+			g.removeMember(id, nil, out)
+		}
+	}
+	g.afterRemoval(now, out)
 }
 
 // afterRemoval reacts to members leaving: a decided generation is void, and a join phase may now

@@ -64,6 +64,7 @@ func (g *Group) Sync(now time.Time, req SyncRequest) (resp SyncResponse, parked 
 				}
 			}
 			g.transition(Stable)
+			g.syncDeadline = time.Time{}
 			for _, member := range g.orderedMembers() {
 				if member.awaitingSync {
 					member.awaitingSync = false
@@ -189,7 +190,9 @@ func (g *Group) Delete() error {
 }
 
 // Tick applies what time decides: pending member ids lapse, members whose session ended are
-// removed, and a join phase past its deadline (or its initial delay, with everyone joined) ends.
+// removed, a wait for the leader's SyncGroup past its deadline ends with the members that did not
+// sync removed, and a join phase past its deadline (or its initial delay, with everyone joined)
+// ends.
 func (g *Group) Tick(now time.Time) (out Outcome) {
 	if g.state == Dead {
 		return out
@@ -212,6 +215,9 @@ func (g *Group) Tick(now time.Time) (out Outcome) {
 		g.afterRemoval(now, &out)
 	} else if changed {
 		g.tryCompleteJoin(now, &out)
+	}
+	if g.state == CompletingRebalance && !now.Before(g.syncDeadline) {
+		g.expireSync(now, &out)
 	}
 	if g.state == PreparingRebalance {
 		if !now.Before(g.rebalanceDeadline) {
@@ -241,6 +247,9 @@ func (g *Group) NextDeadline() time.Time {
 		if !m.awaitingJoin && !m.awaitingSync {
 			earliest(m.lastHeard.Add(m.SessionTimeout))
 		}
+	}
+	if g.state == CompletingRebalance {
+		earliest(g.syncDeadline)
 	}
 	if g.state == PreparingRebalance {
 		earliest(g.rebalanceDeadline)
