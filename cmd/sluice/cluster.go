@@ -47,19 +47,13 @@ func runCluster(ctx context.Context, args []string, io streams) error {
 	if _, err := fs.parse(rest, io.out, 0, 0); err != nil {
 		return err
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
-	raw, err := s.kafka()
-	if err != nil {
-		return err
-	}
+	defer done()
 	req := kmsg.NewPtrMetadataRequest() // Topics nil: all topics
-	resp, err := req.RequestWith(rctx, raw)
+	resp, err := req.RequestWith(rctx, s.raw)
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}

@@ -87,13 +87,11 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 		return usageErrorf(fs.name, "--count must not be negative")
 	}
 
-	s, err := connect(ctx, fs.globals)
+	s, rctx, release, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
+	defer release()
 	described, err := s.admin().DescribeTopics(rctx, topic)
 	if errors.Is(err, client.ErrUnknownTopic) {
 		return topicNotFound(topic)

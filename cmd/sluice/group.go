@@ -66,13 +66,9 @@ func (g *groupOffsets) fetch(ctx context.Context) (map[int32]int64, error) {
 
 // fetchCommitted returns every committed offset of group.
 func fetchCommitted(ctx context.Context, s *session, group string) (map[client.TopicPartition]int64, error) {
-	raw, err := s.kafka()
-	if err != nil {
-		return nil, err
-	}
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = group // Topics nil: every committed offset of the group
-	resp, err := req.RequestWith(ctx, raw)
+	resp, err := req.RequestWith(ctx, s.raw)
 	if err != nil {
 		return nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
 	}
@@ -106,10 +102,6 @@ func commitOffsets(ctx context.Context, s *session, group string, offsets map[cl
 	if len(offsets) == 0 {
 		return nil
 	}
-	raw, err := s.kafka()
-	if err != nil {
-		return err
-	}
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation, req.MemberID = group, -1, ""
 	byTopic := map[string]int{}
@@ -126,7 +118,7 @@ func commitOffsets(ctx context.Context, s *session, group string, offsets map[cl
 		p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, offset, -1
 		req.Topics[index].Partitions = append(req.Topics[index].Partitions, p)
 	}
-	resp, err := req.RequestWith(ctx, raw)
+	resp, err := req.RequestWith(ctx, s.raw)
 	if err != nil {
 		return fmt.Errorf("commit offsets of group %s: %w", group, err)
 	}
@@ -149,18 +141,12 @@ func groupList(ctx context.Context, args []string, io streams) error {
 	if _, err := fs.parse(args, io.out, 0, 0); err != nil {
 		return err
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
-	raw, err := s.kafka()
-	if err != nil {
-		return err
-	}
-	resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(rctx, raw)
+	defer done()
+	resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(rctx, s.raw)
 	if err != nil {
 		return fmt.Errorf("list groups: %w", err)
 	}
@@ -220,20 +206,14 @@ func groupDescribe(ctx context.Context, args []string, io streams) error {
 		return err
 	}
 	name := positional[0]
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
-	raw, err := s.kafka()
-	if err != nil {
-		return err
-	}
+	defer done()
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{name}
-	resp, err := req.RequestWith(rctx, raw)
+	resp, err := req.RequestWith(rctx, s.raw)
 	if err != nil {
 		return fmt.Errorf("describe group %s: %w", name, err)
 	}
@@ -342,13 +322,11 @@ must have no active members (stop its consumers first).`)
 	if chosen != 1 {
 		return usageErrorf(fs.name, "give exactly one of --to-earliest, --to-latest, --to-offset, --to-time and --shift-by")
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
+	defer done()
 	described, err := s.admin().DescribeTopics(rctx, *topic)
 	if errors.Is(err, client.ErrUnknownTopic) {
 		return topicNotFound(*topic)
@@ -453,20 +431,14 @@ func groupDelete(ctx context.Context, args []string, io streams) error {
 	if err != nil {
 		return err
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
-	raw, err := s.kafka()
-	if err != nil {
-		return err
-	}
+	defer done()
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = positional
-	resp, err := req.RequestWith(rctx, raw)
+	resp, err := req.RequestWith(rctx, s.raw)
 	if err != nil {
 		return fmt.Errorf("delete groups: %w", err)
 	}

@@ -14,11 +14,12 @@ import (
 
 // session is one command's connection to the cluster: sluice's client for topics, producing,
 // consuming and offsets, and a franz-go client for the requests client/ has no call for yet
-// (consumer-group administration, CreatePartitions, the cluster view).
+// (consumer-group administration, CreatePartitions, the cluster view). Neither dials before its
+// first request.
 type session struct {
 	globals globals
 	client  *client.Client
-	raw     *kgo.Client // created on first use
+	raw     *kgo.Client
 }
 
 // connect checks that a seed broker accepts connections, so an unreachable cluster fails at once
@@ -51,29 +52,29 @@ func connect(ctx context.Context, g globals) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{globals: g, client: c}, nil
-}
-
-// kafka returns the franz-go client, creating it on first use.
-func (s *session) kafka() (*kgo.Client, error) {
-	if s.raw == nil {
-		raw, err := kgo.NewClient(kgo.SeedBrokers(s.globals.brokerList()...), kgo.ClientID("sluice-cli"),
-			kgo.DialTimeout(min(s.globals.timeout, 5*time.Second)), kgo.RetryTimeout(s.globals.timeout))
-		if err != nil {
-			return nil, fmt.Errorf("franz-go client: %w", err)
-		}
-		s.raw = raw
+	raw, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("sluice-cli"),
+		kgo.DialTimeout(dialTimeout), kgo.RetryTimeout(g.timeout))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("franz-go client: %w", err)
 	}
-	return s.raw, nil
+	return &session{globals: g, client: c, raw: raw}, nil
 }
 
 func (s *session) admin() *client.Admin { return client.NewAdmin(s.client) }
 
 func (s *session) Close() {
-	if s.raw != nil {
-		s.raw.Close()
-	}
+	s.raw.Close()
 	s.client.Close()
+}
+
+// open connects (see connect) and bounds the command's requests by --timeout; done releases both.
+func open(ctx context.Context, g globals) (s *session, requests context.Context, done func(), err error) {
+	if s, err = connect(ctx, g); err != nil {
+		return nil, nil, nil, err
+	}
+	requests, cancel := s.requestContext(ctx)
+	return s, requests, func() { cancel(); s.Close() }, nil
 }
 
 // requestContext bounds one command's requests by --timeout.

@@ -64,13 +64,11 @@ Example: sluice topic create orders --partitions 3 --config retention.ms=8640000
 	if err != nil {
 		return usageErrorf(fs.name, "%v", err)
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
+	defer done()
 	name := positional[0]
 	err = s.admin().CreateTopics(rctx, client.TopicSpec{Name: name, Partitions: int32(*partitions), ReplicationFactor: int16(*replication), Configs: settings})
 	created := err == nil
@@ -100,13 +98,11 @@ func topicList(ctx context.Context, args []string, io streams) error {
 	if _, err := fs.parse(args, io.out, 0, 0); err != nil {
 		return err
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
+	defer done()
 	names, err := s.admin().ListTopics(rctx, *internal)
 	if err != nil {
 		return err
@@ -161,13 +157,11 @@ func topicDescribe(ctx context.Context, args []string, io streams) error {
 	if err != nil {
 		return err
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
+	defer done()
 	var out []describedTopic
 	for _, name := range positional {
 		described, err := s.admin().DescribeTopics(rctx, name)
@@ -234,13 +228,11 @@ func topicDelete(ctx context.Context, args []string, io streams) error {
 	if err != nil {
 		return err
 	}
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
+	defer done()
 	for _, name := range positional {
 		err := s.admin().DeleteTopics(rctx, name)
 		if errors.Is(err, protocol.UnknownTopicOrPartition) {
@@ -284,13 +276,11 @@ Example: sluice topic alter orders --set retention.ms=3600000 --delete cleanup.p
 		return usageErrorf(fs.name, "--partitions must be positive")
 	}
 	name := positional[0]
-	s, err := connect(ctx, fs.globals)
+	s, rctx, done, err := open(ctx, fs.globals)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	rctx, cancel := s.requestContext(ctx)
-	defer cancel()
+	defer done()
 	if _, err := s.admin().DescribeTopics(rctx, name); errors.Is(err, client.ErrUnknownTopic) {
 		return topicNotFound(name)
 	} else if err != nil {
@@ -309,15 +299,11 @@ Example: sluice topic alter orders --set retention.ms=3600000 --delete cleanup.p
 		}
 	}
 	if *partitions > 0 {
-		raw, err := s.kafka()
-		if err != nil {
-			return err
-		}
 		req := kmsg.NewPtrCreatePartitionsRequest()
 		topic := kmsg.NewCreatePartitionsRequestTopic()
 		topic.Topic, topic.Count = name, int32(*partitions)
 		req.Topics, req.TimeoutMillis = append(req.Topics, topic), int32(fs.globals.timeout.Milliseconds())
-		resp, err := req.RequestWith(rctx, raw)
+		resp, err := req.RequestWith(rctx, s.raw)
 		if err != nil {
 			return fmt.Errorf("create partitions: %w", err)
 		}
