@@ -3,18 +3,16 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/broker/brokertest"
 	"github.com/sluice-mq/sluice/client"
 )
 
@@ -25,26 +23,10 @@ const groupTestTimeout = 60 * time.Second
 // delay.
 func startGroupBroker(t *testing.T) string {
 	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.DataDir, cfg.Listen, cfg.RaftListen = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Log.SegmentBytes = 1 << 20
-	cfg.Groups.InitialRebalanceDelay = 100 * time.Millisecond
-	cfg.Metrics = metrics.NewSet()
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := broker.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Close(ctx); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-	})
-	return b.Addr().String()
+	return brokertest.Start(t, func(cfg *broker.Config) {
+		cfg.Log.SegmentBytes = 1 << 20
+		cfg.Groups.InitialRebalanceDelay = 100 * time.Millisecond
+	}).Addr().String()
 }
 
 // groupWorld is what a group test watches: deliveries per (partition, offset) and ownership per

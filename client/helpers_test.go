@@ -3,40 +3,17 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
-	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/broker/brokertest"
 	"github.com/sluice-mq/sluice/client"
 )
 
 // startBroker runs an in-process broker on ephemeral ports and returns its Kafka address.
 func startBroker(t testing.TB) string {
 	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.RaftListen = "127.0.0.1:0"
-	cfg.Metrics = metrics.NewSet()
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := broker.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Close(ctx); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-	})
-	return b.Addr().String()
+	return brokertest.Start(t, nil).Addr().String()
 }
 
 func newClient(t testing.TB, address string, opts ...client.Option) *client.Client {

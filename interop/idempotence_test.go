@@ -3,45 +3,24 @@ package interop
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/broker/brokertest"
 	"github.com/sluice-mq/sluice/client"
 )
 
 // startBroker runs an in-process broker on ephemeral ports, closed when the test ends.
 func startBroker(t testing.TB) *broker.Broker {
 	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.RaftListen = "127.0.0.1:0"
-	cfg.Metrics = metrics.NewSet()
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := broker.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Close(ctx); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-	})
-	return b
+	return brokertest.Start(t, nil)
 }
 
 // TestIdempotentSluiceClientProducer produces with sluice's client, idempotence required, and reads
