@@ -72,7 +72,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
-	b.unsubscribe = b.coordinator.Subscribe(b.registry.apply)
+	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
 		return nil, err

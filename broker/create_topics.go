@@ -6,7 +6,9 @@ package broker
 // TOPIC_ALREADY_EXISTS, bad name INVALID_TOPIC_EXCEPTION, count <= 0 INVALID_PARTITIONS, replication
 // factor <= 0 or above the broker count INVALID_REPLICATION_FACTOR, unknown or bad config
 // INVALID_CONFIG, manual replica assignments and topics named twice INVALID_REQUEST, a node that is
-// not the controller NOT_CONTROLLER.
+// not the controller NOT_CONTROLLER. A topic created whose log this node could not open for some
+// partition (EMFILE, ENOSPC...) answers KAFKA_STORAGE_ERROR naming the partitions; the topic exists
+// and the broker retries opening them.
 
 import (
 	"context"
@@ -74,6 +76,11 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		result.TopicID = topic.ID
 		if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 			return fmt.Errorf("%w: %w", protocol.RequestTimedOut, err)
+		}
+		// The topic exists now, but a partition this node could not open a log for would take
+		// produces it cannot store: say so (partition_offline.go retries in the background).
+		if err := b.registry.offline.topicError(topic.Name, topic.ID, b.config.NodeID); err != nil {
+			return err
 		}
 	}
 	result.NumPartitions = int32(len(topic.Partitions))

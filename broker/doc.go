@@ -13,8 +13,11 @@
 // Invariants:
 //   - Every request gets exactly one Send or Skip on its Responder (Skip only for acks=0 produce).
 //   - The partition registry is a copy-on-write snapshot replaced only by the metadata subscription
-//     goroutine; a partition's log exists on this node iff the node is one of its replicas in the
-//     applied metadata.
+//     goroutine (partition_offline.go serializes its retries with it); a partition's log is open on
+//     this node iff the node is one of its replicas in the applied metadata and the log opened, else
+//     the partition is recorded offline and answers KAFKA_STORAGE_ERROR.
+//   - A partition directory holds the id of the topic it belongs to (partition_dir.go); a directory
+//     with another id, or with data and no id, is moved aside, never adopted and never deleted.
 //   - Fetch responses carry record bytes as file ranges (segment.Slice), never copied into the
 //     response buffer by the broker.
 //
@@ -28,7 +31,7 @@
 // in memory (rebuilt from its log's tail after a restart) and checks, appends and records an
 // idempotent batch as one step under its producers.mu.
 //
-// Lock order: registry.mu, then partition.waiters.mu; separately groupCoordinator.mu, then
+// Lock order: offlinePartitions.applyMu, then offlinePartitions.mu; registry.mu, then partition.waiters.mu; separately groupCoordinator.mu, then
 // groupEntry.mu. No lock is held while calling into segment or coordinator (the group lock is
 // released before offsets go to the coordinator), with two exceptions that take no other broker
 // lock: partition.producers.mu is held across segment's Append (never across a durability wait),

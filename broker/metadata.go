@@ -4,7 +4,8 @@ package broker
 // with partitions, leaders, leader epochs, replicas and ISR. Unknown topics are created when the
 // broker allows auto-creation and the request does (always for v0-v3); otherwise they answer
 // UNKNOWN_TOPIC_OR_PARTITION, and invalid names INVALID_TOPIC_EXCEPTION. Lookups by topic id alone
-// (v10+, null name) answer UNKNOWN_TOPIC_ID unless the id is known. __consumer_offsets is listed (with
+// (v10+, null name) answer UNKNOWN_TOPIC_ID unless the id is known. A partition whose log could not be
+// opened on this node is listed with KAFKA_STORAGE_ERROR, leader -1 and this node offline. __consumer_offsets is listed (with
 // all topics, or by name) as an internal topic of one partition led by this broker, because tools
 // look for it; it is not a log: committed offsets live in the Raft coordinator, producing to it
 // answers INVALID_TOPIC_EXCEPTION and fetching UNKNOWN_TOPIC_OR_PARTITION.
@@ -46,7 +47,7 @@ func (b *Broker) handleMetadata(r *request, req *kmsg.MetadataRequest) {
 	if allTopics {
 		resp.Topics = append(resp.Topics, b.consumerOffsetsMetadata())
 		for _, name := range meta.TopicNames() {
-			resp.Topics = append(resp.Topics, topicMetadata(meta.Topics[name]))
+			resp.Topics = append(resp.Topics, b.localTopicMetadata(meta.Topics[name]))
 		}
 		r.respond(resp)
 		return
@@ -63,7 +64,7 @@ func (b *Broker) handleMetadata(r *request, req *kmsg.MetadataRequest) {
 			continue
 		}
 		if t, ok := meta.Topics[name]; ok {
-			resp.Topics = append(resp.Topics, topicMetadata(t))
+			resp.Topics = append(resp.Topics, b.localTopicMetadata(t))
 			continue
 		}
 		resp.Topics = append(resp.Topics, b.autoCreate(name, autoCreate))
@@ -74,7 +75,7 @@ func (b *Broker) handleMetadata(r *request, req *kmsg.MetadataRequest) {
 func (b *Broker) topicByID(meta *coordinator.Metadata, id [16]byte) kmsg.MetadataResponseTopic {
 	for _, t := range meta.Topics {
 		if t.ID == id {
-			return topicMetadata(t)
+			return b.localTopicMetadata(t)
 		}
 	}
 	rt := kmsg.NewMetadataResponseTopic()
@@ -113,7 +114,7 @@ func (b *Broker) autoCreate(name string, allowed bool) kmsg.MetadataResponseTopi
 		return rt
 	}
 	if t, ok := meta.Topics[name]; ok {
-		return topicMetadata(t)
+		return b.localTopicMetadata(t)
 	}
 	rt.ErrorCode = protocol.LeaderNotAvailable.Code
 	return rt
@@ -128,6 +129,14 @@ func (b *Broker) consumerOffsetsMetadata() kmsg.MetadataResponseTopic {
 		Internal:   true,
 		Partitions: []coordinator.Partition{{Index: 0, Leader: node, Replicas: []int32{node}, ISR: []int32{node}}},
 	})
+}
+
+// localTopicMetadata describes t as this node sees it: partitions whose log failed to open here are
+// offline (partition_offline.go).
+func (b *Broker) localTopicMetadata(t *coordinator.Topic) kmsg.MetadataResponseTopic {
+	rt := topicMetadata(t)
+	b.registry.offline.markOffline(&rt, b.config.NodeID)
+	return rt
 }
 
 func topicMetadata(t *coordinator.Topic) kmsg.MetadataResponseTopic {

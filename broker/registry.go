@@ -23,6 +23,8 @@ type registry struct {
 	logDefaults     segment.Config
 	maxMessageBytes int32
 	logger          *slog.Logger
+	// offline holds the partitions whose log failed to open (partition_offline.go).
+	offline offlinePartitions
 
 	topics atomic.Pointer[map[string]*topicState]
 
@@ -39,6 +41,7 @@ func newRegistry(nodeID int32, dir string, logDefaults segment.Config, maxMessag
 	empty := map[string]*topicState{}
 	r.topics.Store(&empty)
 	r.applied.changed = make(chan struct{})
+	r.offline.init(logger)
 	return r
 }
 
@@ -52,6 +55,9 @@ func (r *registry) partition(topic string, index int32) (*partition, error) {
 	}
 	p := t.partitions[index]
 	if p == nil {
+		if err := r.offline.lookup(topic, index, t.meta.ID); err != nil {
+			return nil, fmt.Errorf("broker: %s-%d is offline on node %d: %w: %w", topic, index, r.nodeID, protocol.KafkaStorageError, err)
+		}
 		return nil, fmt.Errorf("broker: %s-%d is not on node %d: %w", topic, index, r.nodeID, protocol.NotLeaderOrFollower)
 	}
 	if p.state.Load().leader != r.nodeID {
@@ -124,10 +130,9 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 				if !slices.Contains(pm.Replicas, r.nodeID) {
 					continue
 				}
-				log, err := segment.Open(r.partitionDir(name, int32(i)), logCfg)
+				log, err := r.openLog(name, int32(i), meta.ID, logCfg)
 				if err != nil {
-					r.logger.Error("open partition log", "topic", name, "partition", i, "err", err)
-					continue
+					continue // offline: openLog logged it and retries (partition_offline.go)
 				}
 				p = &partition{topic: name, index: int32(i), topicID: meta.ID, log: log}
 			} else if err := p.log.SetConfig(logCfg); err != nil {
@@ -176,6 +181,7 @@ func (r *registry) forEach(fn func(*partition)) {
 
 // closeAll closes every log cleanly.
 func (r *registry) closeAll() {
+	r.offline.close()
 	r.forEach(func(p *partition) {
 		p.appended()
 		if err := p.log.Close(); err != nil {
