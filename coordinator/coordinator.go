@@ -95,6 +95,10 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		}
 	}()
 
+	// bbolt memory-maps the file and dies with SIGBUS on a page past a truncated end: check first.
+	if err := checkBoltFile(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
+		return nil, err
+	}
 	c.store, err = raftboltdb.New(raftboltdb.Options{
 		Path: filepath.Join(cfg.DataDir, "raft.db"),
 		// Fail instead of hanging when another process holds the file.

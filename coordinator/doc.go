@@ -9,6 +9,9 @@
 // and its snapshots in DataDir/snapshots/. A node started with
 // Config.Bootstrap and no state bootstraps a cluster in which it is the only
 // voter; on later starts it reopens its log and snapshots and replays them.
+// Before bbolt maps raft.db, Open checks its meta pages against the file size
+// (bolt_check.go): a file cut short is refused with ErrCorruptLog instead of
+// crashing the process with SIGBUS.
 //
 // Changes go through the Raft leader ("controller"). The leader validates a
 // request against its snapshot, decides everything random (topic id,

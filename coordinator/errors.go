@@ -33,6 +33,9 @@ var (
 	// ErrTimeout: REQUEST_TIMED_OUT (7), retriable. The change could not be
 	// handed to Raft within Config.ApplyTimeout or the caller's deadline.
 	ErrTimeout = errors.New("coordinator: timed out")
+	// ErrCorruptLog: Open found the Raft log file (raft.db) damaged, for
+	// example cut short; opening it would crash the process (SIGBUS).
+	ErrCorruptLog = errors.New("coordinator: raft log file is damaged")
 	// ErrClosed: the Coordinator was closed.
 	ErrClosed = errors.New("coordinator: closed")
 )
