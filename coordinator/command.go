@@ -30,6 +30,9 @@ const (
 	// delete-topic-and-offsets (12) is delete-topic that also drops the topic's committed offsets;
 	// delete-topic (5) keeps its original meaning for logs written before it existed.
 	commandDeleteTopicAndOffsets commandType = 12
+	// Group state of KIP-848 consumer groups and share groups (group_state_commands.go).
+	commandWriteGroupState   commandType = 13
+	commandAlterGroupConfigs commandType = 14
 )
 
 func (t commandType) String() string {
@@ -58,6 +61,10 @@ func (t commandType) String() string {
 		return "allocate-producer-ids"
 	case commandDeleteTopicAndOffsets:
 		return "delete-topic-and-offsets"
+	case commandWriteGroupState:
+		return "write-group-state"
+	case commandAlterGroupConfigs:
+		return "alter-group-configs"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -144,6 +151,10 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &allocateProducerIDsCommand{}
 	case commandDeleteTopicAndOffsets:
 		c = &deleteTopicAndOffsetsCommand{}
+	case commandWriteGroupState:
+		c = &writeGroupStateCommand{}
+	case commandAlterGroupConfigs:
+		c = &alterGroupConfigsCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}

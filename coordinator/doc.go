@@ -33,12 +33,13 @@
 //	5 delete-topic   6 create-partitions   7 alter-topic-configs
 //	8 commit-offsets   9 delete-group-offsets   10 delete-partition-offsets
 //	11 allocate-producer-ids   12 delete-topic-and-offsets
+//	13 write-group-state   14 alter-group-configs
 //
 // New commands (voters, ...) take new type numbers; existing numbers and
 // JSON field names never change meaning. A node that meets a type it does
 // not know panics rather than diverge. Snapshots are one JSON document
-// (snapshotFile) with a format number (3 since producer ids, 2 since
-// consumer offsets; 1 and 2 are still read).
+// (snapshotFile) with a format number (4 since group state, 3 since
+// producer ids, 2 since consumer offsets; 1 to 3 are still read).
 //
 // # Consumer offsets
 //
@@ -54,6 +55,20 @@
 // coordinator); application stores what it is given. DeleteTopic proposes
 // delete-topic-and-offsets (12), which also drops the topic's offsets;
 // delete-topic (5) keeps its original meaning for older logs.
+//
+// # Group state
+//
+// KIP-848 consumer groups and KIP-932 share groups keep more than offsets:
+// group records (type and an opaque body the broker's group packages
+// encode: epochs, members, assignments), share-partition states (the share
+// group's start offset and its in-flight records' states and delivery
+// counts, as ranges) and group configs. They live in an immutable
+// *GroupState beside Offsets, read with Coordinator.GroupState, changed by
+// write-group-state (13) and alter-group-configs (14). WriteGroupState
+// proposes one entry per call; the broker gathers everything that changed
+// while its previous write was in Raft into the next call, so a Raft round
+// is paid per batch, never per record. Share state carries the topic id:
+// state of a deleted topic is ignored by a topic re-created under its name.
 //
 // # Producer ids
 //

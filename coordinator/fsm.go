@@ -27,6 +27,9 @@ type fsm struct {
 	// nextProducerID is the first producer id not yet reserved (producer_ids.go); written only by
 	// the Raft FSM goroutine, read by anyone. Invariant: it never decreases.
 	nextProducerID atomic.Int64
+	// groupState is the KIP-848 and share groups' durable state (group_state.go); written only by
+	// the Raft FSM goroutine, read by anyone.
+	groupState atomic.Pointer[GroupState]
 	// publish hands every new state to the view. It must not block.
 	publish func(*Metadata)
 	logger  *slog.Logger
@@ -39,6 +42,7 @@ func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
 	f := &fsm{publish: publish, logger: logger}
 	f.state.Store(emptyMetadata())
 	f.offsets.Store(emptyOffsets())
+	f.groupState.Store(emptyGroupState())
 	return f
 }
 
@@ -58,6 +62,14 @@ func (f *fsm) Apply(entry *raft.Log) any {
 	if pc, ok := c.(producerIDsCommand); ok {
 		next, result := pc.applyProducerIDs(f.nextProducerID.Load())
 		f.nextProducerID.Store(next)
+		return result
+	}
+	if gc, ok := c.(groupStateCommand); ok {
+		next, result := gc.applyGroupState(f.groupState.Load())
+		if next != nil {
+			next.Index = entry.Index
+			f.groupState.Store(next)
+		}
 		return result
 	}
 	if oc, ok := c.(offsetsCommand); ok {
@@ -84,9 +96,9 @@ func (f *fsm) Apply(entry *raft.Log) any {
 }
 
 // snapshotFormat is the version of the snapshot layout below. Format 2 added Offsets and
-// OffsetsIndex, format 3 NextProducerID; formats 1 (no offsets) and 2 (no producer ids: none had
-// been reserved) are still read.
-const snapshotFormat = 3
+// OffsetsIndex, format 3 NextProducerID, format 4 GroupState; formats 1 (no offsets), 2 (no
+// producer ids: none had been reserved) and 3 (no group state) are still read.
+const snapshotFormat = 4
 
 // snapshotFile is the JSON document a snapshot holds. Brokers and topics are
 // sorted so equal states produce equal bytes.
@@ -101,12 +113,15 @@ type snapshotFile struct {
 	Offsets      []OffsetCommit `json:"offsets,omitempty"`
 	// NextProducerID is the first producer id not yet reserved.
 	NextProducerID int64 `json:"nextProducerID,omitempty"`
+	// GroupState holds KIP-848 and share groups' durable state.
+	GroupState *groupStateFile `json:"groupState,omitempty"`
 }
 
 // Snapshot captures the current state. States are immutable, so capturing
 // is taking the pointer.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load(), nextProducerID: f.nextProducerID.Load()}, nil
+	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load(), nextProducerID: f.nextProducerID.Load(),
+		groupState: f.groupState.Load()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -136,6 +151,11 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	}
 	offsets := emptyOffsets().withCommits(file.Offsets)
 	offsets.Index = file.OffsetsIndex
+	groupState := emptyGroupState()
+	if file.GroupState != nil {
+		groupState = file.GroupState.state()
+	}
+	f.groupState.Store(groupState)
 	f.state.Store(state)
 	f.offsets.Store(offsets)
 	f.nextProducerID.Store(file.NextProducerID)
@@ -147,6 +167,7 @@ type fsmSnapshot struct {
 	state          *Metadata
 	offsets        *Offsets
 	nextProducerID int64
+	groupState     *GroupState
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -160,6 +181,10 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		Offsets:      s.offsets.sortedCommits(),
 
 		NextProducerID: s.nextProducerID,
+	}
+	if s.groupState.Index > 0 {
+		groupState := s.groupState.file()
+		file.GroupState = &groupState
 	}
 	for _, id := range s.state.BrokerIDs() {
 		file.Brokers = append(file.Brokers, s.state.Brokers[id])

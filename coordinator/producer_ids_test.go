@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -51,8 +52,8 @@ func TestFSMSnapshotCarriesNextProducerID(t *testing.T) {
 	applyAt(t, f, 2, &allocateProducerIDsCommand{Count: 1000})
 	applyAt(t, f, 3, &commitOffsetsCommand{Commits: []OffsetCommit{commitOf("g", "t", 0, 1)}})
 	data := snapshotBytes(t, f)
-	if !strings.Contains(string(data), `"format":3`) || !strings.Contains(string(data), `"nextProducerID":1000`) {
-		t.Fatalf("snapshot lacks format 3 or the next producer id: %s", data)
+	if !strings.Contains(string(data), fmt.Sprintf(`"format":%d`, snapshotFormat)) || !strings.Contains(string(data), `"nextProducerID":1000`) {
+		t.Fatalf("snapshot lacks the current format or the next producer id: %s", data)
 	}
 	restored := newFSM(discardPublish, nil)
 	if err := restored.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
@@ -80,7 +81,7 @@ func TestFSMSnapshotCarriesNextProducerID(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		`{"format":4,"version":1,"clusterID":"c"}`,
+		fmt.Sprintf(`{"format":%d,"version":1,"clusterID":"c"}`, snapshotFormat+1),
 		`{"format":3,"version":1,"clusterID":"c","nextProducerID":-5}`,
 	} {
 		if err := restored.Restore(nopCloser{bytes.NewReader([]byte(bad))}); err == nil {
