@@ -1,0 +1,83 @@
+package replication
+
+import (
+	"fmt"
+	"time"
+)
+
+// AckMode says what an acks=all produce waits for.
+type AckMode int
+
+const (
+	// AckFsync answers once every in-sync replica has fsynced the batch (the default).
+	AckFsync AckMode = iota
+	// AckMemory answers once every in-sync replica has the batch in its log (page cache), as Kafka
+	// does by default.
+	AckMemory
+)
+
+func (m AckMode) String() string {
+	if m == AckMemory {
+		return "memory"
+	}
+	return "fsync"
+}
+
+// ParseAckMode reads "fsync" or "memory".
+func ParseAckMode(s string) (AckMode, error) {
+	switch s {
+	case "fsync":
+		return AckFsync, nil
+	case "memory":
+		return AckMemory, nil
+	}
+	return 0, fmt.Errorf("replication: ack mode %q: want fsync or memory", s)
+}
+
+// Config configures replication on one broker.
+type Config struct {
+	// NodeID is this broker's id; followers send it as their replica id.
+	NodeID int32
+	// AckMode: what acks=all waits for.
+	AckMode AckMode
+	// LagTimeMax is replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR.
+	// Invariant: > FetchMaxWait.
+	LagTimeMax time.Duration
+	// FetchMaxWait is how long a follower's fetch may wait at the leader for new data.
+	FetchMaxWait time.Duration
+	// FetchMaxBytes bounds one fetch response; PartitionMaxBytes one partition's share of it.
+	FetchMaxBytes     int32
+	PartitionMaxBytes int32
+	// ISRCheckInterval is how often leaders look for ISR changes to propose.
+	ISRCheckInterval time.Duration
+	// RetryBackoff is the pause after a failed connection or request to a leader.
+	RetryBackoff time.Duration
+}
+
+// DefaultConfig returns production defaults for node 0.
+func DefaultConfig() Config {
+	return Config{
+		AckMode:           AckFsync,
+		LagTimeMax:        5 * time.Second,
+		FetchMaxWait:      500 * time.Millisecond,
+		FetchMaxBytes:     16 << 20,
+		PartitionMaxBytes: 4 << 20,
+		ISRCheckInterval:  250 * time.Millisecond,
+		RetryBackoff:      100 * time.Millisecond,
+	}
+}
+
+// Validate reports the first unusable setting.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeID < 0:
+		return fmt.Errorf("replication: node id %d is negative", c.NodeID)
+	case c.FetchMaxWait <= 0 || c.LagTimeMax <= c.FetchMaxWait:
+		return fmt.Errorf("replication: replica lag time %v must exceed the fetch max wait %v (> 0)", c.LagTimeMax, c.FetchMaxWait)
+	case c.FetchMaxBytes < 1024 || c.PartitionMaxBytes < 1024:
+		return fmt.Errorf("replication: fetch byte bounds %d/%d below 1024", c.FetchMaxBytes, c.PartitionMaxBytes)
+	case c.ISRCheckInterval <= 0 || c.RetryBackoff <= 0:
+		return fmt.Errorf("replication: ISR check interval %v and retry backoff %v must be positive", c.ISRCheckInterval, c.RetryBackoff)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package replication
+
+// conn is a follower's connection to one leader: Kafka requests out (encoded by kmsg), responses
+// back in request order. Writes come from the fetcher's goroutine only; a reader goroutine hands
+// each response to the fetcher through a channel.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxResponseBytes bounds one response read from a leader.
+const maxResponseBytes = 256 << 20
+
+type response struct {
+	correlationID int32
+	body          []byte // after the response header
+	err           error
+}
+
+type conn struct {
+	net       net.Conn
+	formatter *kmsg.RequestFormatter
+	writeBuf  []byte
+	next      int32
+	responses chan response
+	done      chan struct{} // closed when the reader exits
+}
+
+func dialLeader(address string, nodeID int32, timeout time.Duration) (*conn, error) {
+	nc, err := net.DialTimeout("tcp", address, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("replication: dial leader at %s: %w", address, err)
+	}
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		tcp.SetNoDelay(true)
+	}
+	c := &conn{
+		net:       nc,
+		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("sluice-replica-%d", nodeID))),
+		responses: make(chan response, 16),
+		done:      make(chan struct{}),
+	}
+	go c.read()
+	return c, nil
+}
+
+// send writes one request and returns its correlation id.
+func (c *conn) send(req kmsg.Request) (int32, error) {
+	id := c.next
+	c.next++
+	c.writeBuf = c.formatter.AppendRequest(c.writeBuf[:0], req, id)
+	c.net.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.net.Write(c.writeBuf); err != nil {
+		return 0, fmt.Errorf("replication: send %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return id, nil
+}
+
+// read delivers responses until the connection fails; flexible response headers only (every
+// request the fetcher sends is at a flexible version).
+func (c *conn) read() {
+	defer close(c.done)
+	r := bufio.NewReaderSize(c.net, 64<<10)
+	var size [4]byte
+	for {
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			c.responses <- response{err: fmt.Errorf("replication: read response: %w", err)}
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 5 || n > maxResponseBytes {
+			c.responses <- response{err: fmt.Errorf("replication: response of %d bytes", n)}
+			return
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			c.responses <- response{err: fmt.Errorf("replication: read response: %w", err)}
+			return
+		}
+		id := int32(binary.BigEndian.Uint32(body))
+		rest, err := skipTags(body[4:])
+		c.responses <- response{correlationID: id, body: rest, err: err}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) close() {
+	c.net.Close()
+	// Drain so the reader can exit.
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.responses:
+		}
+	}
+}
+
+// skipTags skips a tagged-field section (uvarint count, then per field uvarint tag, uvarint size
+// and the bytes).
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, errors.New("replication: bad response header tags")
+	}
+	b = b[n:]
+	for range count {
+		_, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, errors.New("replication: bad response header tags")
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < size {
+			return nil, errors.New("replication: bad response header tags")
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}

@@ -1,0 +1,467 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+// Role is what a replica does at its current epoch.
+type Role int
+
+const (
+	// RoleNone: not yet told, or no longer a replica.
+	RoleNone Role = iota
+	RoleLeader
+	RoleFollower
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleFollower:
+		return "follower"
+	}
+	return "none"
+}
+
+// Replica is this broker's copy of one partition. See the package doc for the roles, watermarks
+// and invariants.
+type Replica struct {
+	Topic     string
+	Partition int32
+	Log       *segment.Log
+	Epochs    *EpochHistory
+	nodeID    int32
+	ackMode   AckMode
+
+	// highWatermark is published for lock-free reads; written under mu.
+	// Invariant (leader, one epoch): never decreases; always <= Log.LogEndOffset().
+	highWatermark atomic.Int64
+
+	// appendGate: appends hold it shared, role changes exclusively, so that no leader append lands
+	// after the replica stopped leading (a follower truncates what it must right after).
+	appendGate sync.RWMutex
+
+	mu struct {
+		sync.Mutex
+		role           Role
+		leaderID       int32
+		leaderEpoch    int32
+		partitionEpoch int32
+		replicas       []int32
+		isr            []int32 // committed ISR
+		// pendingISR is the ISR proposed to the controller and not yet seen committed; nil if none.
+		pendingISR []int32
+		// epochStart is the log end when this replica became leader at leaderEpoch.
+		epochStart int64
+		followers  map[int32]FollowerPosition
+		// durableWatermark: every in-sync replica has fsynced below it (see the package doc).
+		durableWatermark int64
+		waiters          []ackWaiter
+		// flushRequested is the highest offset a local flush notification is pending for.
+		flushRequested int64
+	}
+}
+
+type ackWaiter struct {
+	lastOffset int64
+	minInsync  int
+	done       func(error)
+}
+
+// NewReplica wraps an open log and its epoch history. It starts with no role.
+func NewReplica(topic string, partition int32, log *segment.Log, epochs *EpochHistory, cfg Config) *Replica {
+	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode}
+	r.mu.leaderID = -1
+	r.mu.leaderEpoch = -1
+	r.mu.flushRequested = -1
+	r.highWatermark.Store(log.LogStartOffset())
+	return r
+}
+
+// HighWatermark is the offset below which records are committed (readable by consumers).
+func (r *Replica) HighWatermark() int64 { return r.highWatermark.Load() }
+
+// State returns the role, leader and leader epoch.
+func (r *Replica) State() (role Role, leaderID, leaderEpoch int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.role, r.mu.leaderID, r.mu.leaderEpoch
+}
+
+// ISR returns the committed in-sync replica set.
+func (r *Replica) ISR() []int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.mu.isr)
+}
+
+// MakeLeader makes this replica the leader at leaderEpoch, or, at the epoch it already leads,
+// takes the new replica set, ISR and partition epoch. It returns whether the epoch is new.
+func (r *Replica) MakeLeader(leaderEpoch, partitionEpoch int32, replicas, isr []int32, now time.Time) (bool, error) {
+	r.appendGate.Lock()
+	defer r.appendGate.Unlock()
+	r.mu.Lock()
+	newEpoch := r.mu.role != RoleLeader || r.mu.leaderEpoch != leaderEpoch
+	var failed []ackWaiter
+	if newEpoch {
+		logEnd := r.Log.LogEndOffset()
+		if err := r.Epochs.Assign(leaderEpoch, logEnd); err != nil {
+			r.mu.Unlock()
+			return false, err
+		}
+		failed = r.mu.waiters
+		r.mu.waiters = nil
+		r.mu.role, r.mu.leaderID, r.mu.leaderEpoch = RoleLeader, r.nodeID, leaderEpoch
+		r.mu.epochStart = logEnd
+		r.mu.followers = map[int32]FollowerPosition{}
+		for _, id := range isr {
+			if id != r.nodeID {
+				// A grace period: an in-sync follower stays in until it fails to catch up for
+				// the lag time under this leader.
+				r.mu.followers[id] = FollowerPosition{LogEnd: -1, Durable: -1, LastCaughtUp: now}
+			}
+		}
+		r.mu.durableWatermark = min(r.mu.durableWatermark, r.highWatermark.Load())
+		r.mu.flushRequested = -1
+	}
+	r.mu.partitionEpoch = partitionEpoch
+	r.mu.replicas = slices.Clone(replicas)
+	r.mu.isr = slices.Clone(isr)
+	if r.mu.pendingISR != nil && (newEpoch || sameMembers(r.mu.pendingISR, isr)) {
+		r.mu.pendingISR = nil
+	}
+	fired := r.advanceLocked()
+	r.mu.Unlock()
+	answer(failed, notLeader(r))
+	answerAll(fired)
+	return newEpoch, nil
+}
+
+// MakeFollower makes this replica a follower of leaderID at leaderEpoch (leaderID -1: the partition
+// is offline). Waiting acks=all producers are answered NOT_LEADER_OR_FOLLOWER. It returns whether
+// the epoch or leader changed, in which case the follower must find its divergence point again.
+func (r *Replica) MakeFollower(leaderID, leaderEpoch, partitionEpoch int32, replicas, isr []int32) bool {
+	r.appendGate.Lock()
+	defer r.appendGate.Unlock()
+	r.mu.Lock()
+	changed := r.mu.role != RoleFollower || r.mu.leaderEpoch != leaderEpoch || r.mu.leaderID != leaderID
+	failed := r.mu.waiters
+	r.mu.waiters = nil
+	r.mu.role, r.mu.leaderID, r.mu.leaderEpoch, r.mu.partitionEpoch = RoleFollower, leaderID, leaderEpoch, partitionEpoch
+	r.mu.replicas, r.mu.isr = slices.Clone(replicas), slices.Clone(isr)
+	r.mu.pendingISR, r.mu.followers = nil, nil
+	r.mu.Unlock()
+	answer(failed, notLeader(r))
+	return changed
+}
+
+// Stop drops the role: the replica is being deleted or the broker is closing.
+func (r *Replica) Stop() {
+	r.appendGate.Lock()
+	defer r.appendGate.Unlock()
+	r.mu.Lock()
+	failed := r.mu.waiters
+	r.mu.waiters = nil
+	r.mu.role = RoleNone
+	r.mu.Unlock()
+	answer(failed, notLeader(r))
+}
+
+func notLeader(r *Replica) error {
+	return fmt.Errorf("replication: %s-%d: leadership moved: %w", r.Topic, r.Partition, protocol.NotLeaderOrFollower)
+}
+
+// Append appends client batches as the leader (see segment.Log.Append), stamping them with the
+// leader epoch. It fails with NOT_LEADER_OR_FOLLOWER when this replica does not lead.
+func (r *Replica) Append(raw []byte) (segment.AppendResult, error) {
+	r.appendGate.RLock()
+	defer r.appendGate.RUnlock()
+	r.mu.Lock()
+	role, epoch := r.mu.role, r.mu.leaderEpoch
+	r.mu.Unlock()
+	if role != RoleLeader {
+		return segment.AppendResult{}, notLeader(r)
+	}
+	result, err := r.Log.Append(raw, epoch)
+	if err != nil {
+		return result, err
+	}
+	r.mu.Lock()
+	fired := r.advanceLocked()
+	r.mu.Unlock()
+	answerAll(fired)
+	return result, nil
+}
+
+// AwaitAcks calls done once lastOffset is acknowledged for acks=all (see the package doc), with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is then smaller than minInsync, or with
+// NOT_LEADER_OR_FOLLOWER when the replica stops leading first. done may run on the caller's
+// goroutine, a flush goroutine or a fetch handler; it must not block.
+func (r *Replica) AwaitAcks(lastOffset int64, minInsync int, done func(error)) {
+	r.mu.Lock()
+	if r.mu.role != RoleLeader {
+		r.mu.Unlock()
+		done(notLeader(r))
+		return
+	}
+	r.mu.waiters = append(r.mu.waiters, ackWaiter{lastOffset: lastOffset, minInsync: minInsync, done: done})
+	requestFlush := r.ackMode == AckFsync && lastOffset > r.mu.flushRequested
+	if requestFlush {
+		r.mu.flushRequested = lastOffset
+	}
+	fired := r.advanceLocked()
+	r.mu.Unlock()
+	answerAll(fired)
+	if requestFlush {
+		r.Log.NotifyFlushed(lastOffset, r.flushed)
+	}
+}
+
+// flushed runs when a local flush completed (or failed).
+func (r *Replica) flushed(err error) {
+	r.mu.Lock()
+	if err != nil {
+		failed := r.mu.waiters
+		r.mu.waiters = nil
+		r.mu.Unlock()
+		answer(failed, fmt.Errorf("replication: %s-%d: flush: %w: %w", r.Topic, r.Partition, protocol.KafkaStorageError, err))
+		return
+	}
+	fired := r.advanceLocked()
+	r.mu.Unlock()
+	answerAll(fired)
+}
+
+// FollowerFetched records a follower's fetch at the leader: its log end (the fetch offset) and
+// durable offset. It returns the high watermark to send back, or NOT_LEADER_OR_FOLLOWER /
+// FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (from the follower's currentLeaderEpoch, -1 to skip).
+func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffset, durable int64, now time.Time) (int64, error) {
+	r.mu.Lock()
+	if r.mu.role != RoleLeader {
+		r.mu.Unlock()
+		return 0, notLeader(r)
+	}
+	if currentLeaderEpoch >= 0 && currentLeaderEpoch != r.mu.leaderEpoch {
+		code := protocol.FencedLeaderEpoch
+		if currentLeaderEpoch > r.mu.leaderEpoch {
+			code = protocol.UnknownLeaderEpoch
+		}
+		r.mu.Unlock()
+		return 0, fmt.Errorf("replication: %s-%d: follower %d at epoch %d, leader at %d: %w", r.Topic, r.Partition, follower, currentLeaderEpoch, r.mu.leaderEpoch, code)
+	}
+	if !slices.Contains(r.mu.replicas, follower) {
+		r.mu.Unlock()
+		return 0, fmt.Errorf("replication: %s-%d: node %d is not a replica: %w", r.Topic, r.Partition, follower, protocol.NotLeaderOrFollower)
+	}
+	if logEnd := r.Log.LogEndOffset(); fetchOffset > logEnd {
+		r.mu.Unlock()
+		return 0, fmt.Errorf("replication: %s-%d: follower %d fetches %d beyond the log end %d: %w", r.Topic, r.Partition, follower, fetchOffset, logEnd, protocol.OffsetOutOfRange)
+	}
+	position, ok := r.mu.followers[follower]
+	if !ok {
+		position = FollowerPosition{LogEnd: -1, Durable: -1}
+	}
+	r.mu.followers[follower] = position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset())
+	fired := r.advanceLocked()
+	high := r.highWatermark.Load()
+	r.mu.Unlock()
+	answerAll(fired)
+	return high, nil
+}
+
+// ProposeISR returns the ISR this leader should ask the controller for, with the epochs to send,
+// and marks it pending; ok is false when nothing should change or a proposal is in flight.
+func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, leaderEpoch, partitionEpoch int32, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader || r.mu.pendingISR != nil {
+		return nil, 0, 0, false
+	}
+	next := desiredISR(now, lagMax, r.nodeID, r.mu.replicas, r.mu.isr, r.mu.followers, r.highWatermark.Load(), r.mu.epochStart)
+	if sameMembers(next, r.mu.isr) {
+		return nil, 0, 0, false
+	}
+	r.mu.pendingISR = next
+	return slices.Clone(next), r.mu.leaderEpoch, r.mu.partitionEpoch, true
+}
+
+// ProposalFailed clears a pending ISR proposal that the controller refused or never answered.
+func (r *Replica) ProposalFailed() {
+	r.mu.Lock()
+	r.mu.pendingISR = nil
+	fired := r.advanceLocked()
+	r.mu.Unlock()
+	answerAll(fired)
+}
+
+// advanceLocked recomputes the watermarks and returns the waiters now answered.
+func (r *Replica) advanceLocked() []firedWaiter {
+	if r.mu.role != RoleLeader {
+		return nil
+	}
+	members := r.mu.isr
+	if r.mu.pendingISR != nil {
+		members = union(r.mu.isr, r.mu.pendingISR)
+	}
+	logEnd := r.Log.LogEndOffset()
+	flushed := r.Log.FlushedOffset()
+	previousHigh := min(r.highWatermark.Load(), logEnd)
+	high, durable := watermarks(r.nodeID, logEnd, flushed, members, r.mu.followers, previousHigh, min(r.mu.durableWatermark, logEnd))
+	if high != r.highWatermark.Load() {
+		r.highWatermark.Store(high)
+	}
+	r.mu.durableWatermark = durable
+	if len(r.mu.waiters) == 0 {
+		return nil
+	}
+	acked := durable
+	if r.ackMode == AckMemory {
+		acked = high
+	}
+	var fired []firedWaiter
+	kept := r.mu.waiters[:0]
+	for _, w := range r.mu.waiters {
+		if w.lastOffset >= acked {
+			kept = append(kept, w)
+			continue
+		}
+		var err error
+		if len(r.mu.isr) < w.minInsync {
+			err = fmt.Errorf("replication: %s-%d: ISR %v below min.insync.replicas %d: %w", r.Topic, r.Partition, r.mu.isr, w.minInsync, protocol.NotEnoughReplicasAfterAppend)
+		}
+		fired = append(fired, firedWaiter{done: w.done, err: err})
+	}
+	clear(r.mu.waiters[len(kept):])
+	r.mu.waiters = kept
+	return fired
+}
+
+type firedWaiter struct {
+	done func(error)
+	err  error
+}
+
+func answerAll(fired []firedWaiter) {
+	for _, f := range fired {
+		f.done(f.err)
+	}
+}
+
+func answer(waiters []ackWaiter, err error) {
+	for _, w := range waiters {
+		w.done(err)
+	}
+}
+
+// AppendFromLeader appends batches fetched from the leader, byte for byte at the leader's offsets
+// and epochs: records must start at this replica's log end. A trailing partial batch (allowed in
+// fetch responses) is ignored. It returns the new log end.
+func (r *Replica) AppendFromLeader(records []byte) (int64, error) {
+	r.appendGate.RLock()
+	defer r.appendGate.RUnlock()
+	r.mu.Lock()
+	role := r.mu.role
+	r.mu.Unlock()
+	if role != RoleFollower {
+		return r.Log.LogEndOffset(), notLeader(r)
+	}
+	for {
+		// A retried fetch may bring batches this log already has: skip them whole.
+		records = skipBelow(records, r.Log.LogEndOffset())
+		run, epoch, base, rest, err := sameEpochRun(records)
+		if err != nil {
+			return r.Log.LogEndOffset(), err
+		}
+		if run == nil {
+			break // nothing left, or a partial batch at the end
+		}
+		if end := r.Log.LogEndOffset(); base != end {
+			return end, fmt.Errorf("replication: %s-%d: leader sent offset %d, log ends at %d", r.Topic, r.Partition, base, end)
+		}
+		if err := r.Epochs.Assign(epoch, base); err != nil {
+			return r.Log.LogEndOffset(), err
+		}
+		if _, err := r.Log.Append(run, epoch); err != nil {
+			return r.Log.LogEndOffset(), fmt.Errorf("replication: %s-%d: append from leader: %w", r.Topic, r.Partition, err)
+		}
+		records = rest
+	}
+	return r.Log.LogEndOffset(), nil
+}
+
+// sameEpochRun splits off the leading whole batches that share one leader epoch. run is nil when
+// records start with a partial batch.
+func sameEpochRun(records []byte) (run []byte, epoch int32, base int64, rest []byte, err error) {
+	position := 0
+	epoch = -1
+	for position < len(records) {
+		h, err := batch.ParseHeader(records[position:])
+		if errors.Is(err, batch.ErrTruncated) || (err == nil && position+h.Size() > len(records)) {
+			break
+		}
+		if err != nil {
+			return nil, 0, 0, nil, fmt.Errorf("replication: batch from leader: %w", err)
+		}
+		if position == 0 {
+			epoch, base = h.PartitionLeaderEpoch, h.BaseOffset
+		} else if h.PartitionLeaderEpoch != epoch {
+			break
+		}
+		position += h.Size()
+	}
+	if position == 0 {
+		return nil, 0, 0, nil, nil
+	}
+	return records[:position], epoch, base, records[position:], nil
+}
+
+// skipBelow drops the leading whole batches of records that end at or below end.
+func skipBelow(records []byte, end int64) []byte {
+	for len(records) > 0 {
+		h, err := batch.ParseHeader(records)
+		if err != nil || h.NextOffset() > end || h.Size() > len(records) {
+			break
+		}
+		records = records[h.Size():]
+	}
+	return records
+}
+
+// TruncateTo cuts the follower's log (and epoch history) at offset.
+func (r *Replica) TruncateTo(offset int64) error {
+	r.appendGate.Lock()
+	defer r.appendGate.Unlock()
+	if offset >= r.Log.LogEndOffset() {
+		return nil
+	}
+	if err := r.Log.Truncate(offset); err != nil {
+		return fmt.Errorf("replication: %s-%d: truncate to %d: %w", r.Topic, r.Partition, offset, err)
+	}
+	if err := r.Epochs.TruncateTo(r.Log.LogEndOffset()); err != nil {
+		return err
+	}
+	if r.highWatermark.Load() > r.Log.LogEndOffset() {
+		r.highWatermark.Store(r.Log.LogEndOffset())
+	}
+	return nil
+}
+
+// SetFollowerHighWatermark takes the leader's high watermark, capped at this log's end.
+func (r *Replica) SetFollowerHighWatermark(leaderHigh int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleFollower {
+		return
+	}
+	r.highWatermark.Store(max(min(leaderHigh, r.Log.LogEndOffset()), r.Log.LogStartOffset()))
+}
