@@ -79,6 +79,7 @@ func newAPITable() apiTable {
 		19: {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleCreateTopics)},
 		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
 		22: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleInitProducerID)}, // librdkafka needs Min 0 for idempotence
+		23: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleOffsetForLeaderEpoch)},
 		32: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeConfigs)},
 		33: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleAlterConfigs)},
 		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},

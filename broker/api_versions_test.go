@@ -30,6 +30,7 @@ var servedAPIs = map[int16][2]int16{
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerId (Min 0: librdkafka enables idempotence only then)
+	23: {0, 4},  // OffsetForLeaderEpoch
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	37: {0, 3},  // CreatePartitions

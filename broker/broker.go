@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/netpoll"
+	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
 
@@ -30,6 +31,7 @@ type Broker struct {
 	apis        apiTable
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
+	replicas    *replication.Manager
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -54,7 +56,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.groups = newGroupCoordinator(cfg.Groups)
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
-	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, logger)
+	replicationCfg := cfg.Replication
+	replicationCfg.NodeID = cfg.NodeID
+	var err error
+	b.replicas, err = replication.NewManager(replicationCfg, b.brokerAddress, b.proposeISR, cfg.Metrics, logger.With("component", "replication"))
+	if err != nil {
+		return nil, err
+	}
+	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
 
 	coordCfg := coordinator.DefaultConfig()
 	coordCfg.NodeID = cfg.NodeID
@@ -65,10 +74,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	// A one-voter cluster elects itself at once; short timeouts make startup quick.
 	coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		b.replicas.Close()
 		return nil, fmt.Errorf("broker: create data dir: %w", err)
 	}
-	var err error
 	if b.coordinator, err = coordinator.Open(ctx, coordCfg); err != nil {
+		b.replicas.Close()
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
@@ -149,6 +159,7 @@ func (b *Broker) shutdownMetadata() error {
 	if b.unsubscribe != nil {
 		b.unsubscribe()
 	}
+	b.replicas.Close()
 	b.registry.closeAll()
 	return b.coordinator.Close()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sluice-mq/sluice/group"
+	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	// Groups holds the consumer group coordinator's session bounds and initial rebalance delay.
 	Groups group.Config
 
+	// Replication holds the follower fetch and ISR settings (NodeID is taken from NodeID above).
+	Replication replication.Config
+
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
 	// MaxInFlightBytes bounds request bytes in flight across all connections (produce data).
@@ -65,6 +69,7 @@ func DefaultConfig() Config {
 		Log:                      segment.DefaultConfig(),
 		RetentionCheckInterval:   5 * time.Minute,
 		Groups:                   group.DefaultConfig(),
+		Replication:              replication.DefaultConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 	}
@@ -103,6 +108,11 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max frame bytes %d below 1024", c.MaxFrameBytes))
 	}
 	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	replicationConfig := c.Replication
+	replicationConfig.NodeID = max(c.NodeID, 0)
+	if err := replicationConfig.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Groups.Validate(); err != nil {

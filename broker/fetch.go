@@ -143,14 +143,34 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 				continue
 			}
 			log := p.log
-			result.highWatermark = log.LogEndOffset()
 			result.logStartOffset = log.LogStartOffset()
-			if epoch := p.state.Load().leaderEpoch; req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != epoch {
-				result.errorCode = protocol.FencedLeaderEpoch.Code
-				if rp.CurrentLeaderEpoch > epoch {
-					result.errorCode = protocol.UnknownLeaderEpoch.Code
+			// Consumers read below the high watermark; a follower reads the whole log, and its
+			// fetch reports its position (replication.Replica.FollowerFetched).
+			upTo := p.replica.HighWatermark()
+			if req.ReplicaID >= 0 {
+				high, err := b.followerFetched(p, req.ReplicaID, rp)
+				if err != nil {
+					result.errorCode = protocol.CodeFor(err)
+					failed = true
+					topic.partitions = append(topic.partitions, result)
+					continue
 				}
-				failed = true
+				upTo = log.LogEndOffset()
+				result.highWatermark = high
+			} else {
+				result.highWatermark = upTo
+				if epoch := p.state.Load().leaderEpoch; req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != epoch {
+					result.errorCode = protocol.FencedLeaderEpoch.Code
+					if rp.CurrentLeaderEpoch > epoch {
+						result.errorCode = protocol.UnknownLeaderEpoch.Code
+					}
+					failed = true
+					topic.partitions = append(topic.partitions, result)
+					continue
+				}
+			}
+			if req.ReplicaID >= 0 && rp.PartitionMaxBytes == 0 {
+				// An acknowledgement from a follower: its position only, no data.
 				topic.partitions = append(topic.partitions, result)
 				continue
 			}
@@ -159,7 +179,7 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 				budget = max(budget, 1) // KIP-74: the first batch found goes out whatever its size
 			}
 			if budget > 0 {
-				slice, err := log.Slice(rp.FetchOffset, budget, result.highWatermark)
+				slice, err := log.Slice(rp.FetchOffset, budget, upTo)
 				switch {
 				case errors.Is(err, segment.ErrOffsetOutOfRange):
 					result.errorCode = protocol.OffsetOutOfRange.Code

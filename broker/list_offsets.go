@@ -65,7 +65,7 @@ func (b *Broker) listOffset(version int16, topic string, rp kmsg.ListOffsetsRequ
 	}
 	switch rp.Timestamp {
 	case listLatest:
-		return p.log.LogEndOffset(), -1, epoch, nil
+		return p.replica.HighWatermark(), -1, epoch, nil
 	case listEarliest:
 		return p.log.LogStartOffset(), -1, epoch, nil
 	case listMaxTimestamp:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
 
@@ -18,6 +19,8 @@ type partition struct {
 	index   int32
 	topicID [16]byte
 	log     *segment.Log
+	// replica is the partition's replication state (role, watermarks, epoch history); its Log is log.
+	replica *replication.Replica
 	state   atomic.Pointer[partitionState]
 	// producers is the idempotent producer state (producer_state.go).
 	producers producerStates
@@ -36,6 +39,18 @@ type partitionState struct {
 	maxMessageBytes int32
 	minInsync       int
 	isrSize         int
+}
+
+// newPartition wraps an open log: it loads the log's epoch history and makes its replica, with no
+// role yet.
+func newPartition(topic string, index int32, topicID [16]byte, log *segment.Log, cfg replication.Config) (*partition, error) {
+	epochs, err := replication.OpenEpochHistory(log.Dir(), log.LogEndOffset())
+	if err != nil {
+		return nil, fmt.Errorf("broker: %s-%d: %w", topic, index, err)
+	}
+	p := &partition{topic: topic, index: index, topicID: topicID, log: log}
+	p.replica = replication.NewReplica(topic, index, log, epochs, cfg)
+	return p, nil
 }
 
 // awaitAppend registers wake to be called once, on the next append, unless owner cancels first.

@@ -58,8 +58,9 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	}
 
 	type pendingFlush struct {
-		log        *segment.Log
+		partition  *partition
 		lastOffset int64
+		minInsync  int
 		result     *kmsg.ProduceResponseTopicPartition
 	}
 	var flushes []pendingFlush
@@ -86,7 +87,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 			}
 			result.BaseOffset = appended.BaseOffset
 			if req.Acks == -1 {
-				flushes = append(flushes, pendingFlush{log: p.log, lastOffset: appended.LastOffset, result: result})
+				flushes = append(flushes, pendingFlush{partition: p, lastOffset: appended.LastOffset, minInsync: p.state.Load().minInsync, result: result})
 			}
 		}
 		resp.Topics = append(resp.Topics, t)
@@ -100,10 +101,12 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	case len(flushes) == 0:
 		r.respond(resp)
 	default:
-		// Respond when every partition's append is durable, or at the request timeout.
+		// Respond when every partition's append is acknowledged by its in-sync replicas (durable on
+		// each with the default ack mode: replication.Replica.AwaitAcks), or at the request timeout.
 		var mu sync.Mutex
 		remaining := len(flushes)
 		answered := false
+		acked := make([]bool, len(flushes))
 		finish := func() {
 			answered = true
 			r.respond(resp)
@@ -116,8 +119,8 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 				if answered {
 					return
 				}
-				for _, f := range flushes {
-					if f.result.ErrorCode == 0 && f.log.FlushedOffset() <= f.lastOffset {
+				for i, f := range flushes {
+					if f.result.ErrorCode == 0 && !acked[i] {
 						f.result.ErrorCode = protocol.RequestTimedOut.Code
 					}
 				}
@@ -125,15 +128,19 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 				finish()
 			})
 		}
-		for _, f := range flushes {
-			f.log.NotifyFlushed(f.lastOffset, func(err error) {
+		for i, f := range flushes {
+			f.partition.replica.AwaitAcks(f.lastOffset, f.minInsync, func(err error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if answered {
 					return
 				}
+				acked[i] = true
 				if err != nil {
-					f.result.ErrorCode = protocol.KafkaStorageError.Code
+					f.result.ErrorCode = protocol.CodeFor(err)
+					if f.result.ErrorCode == protocol.UnknownServerError.Code {
+						f.result.ErrorCode = protocol.KafkaStorageError.Code
+					}
 					r.failed()
 				}
 				if remaining--; remaining == 0 {
@@ -178,7 +185,7 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	if acks == -1 && state.isrSize < state.minInsync {
 		return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", state.isrSize, state.minInsync, protocol.NotEnoughReplicas)
 	}
-	appended, duplicate, err := p.appendPending(records, pending, state.leaderEpoch)
+	appended, duplicate, err := p.appendPending(records, pending)
 	if refused := (protocol.ErrorCode{}); errors.As(err, &refused) {
 		return p, appended, err // refused by the idempotence rules (producer_state.go)
 	}

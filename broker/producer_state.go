@@ -56,13 +56,13 @@ type pendingBatch struct {
 // appendRecords appends one partition's batches, applying the idempotence rules to those with a
 // producer id. duplicate reports a batch the partition already holds: result then names its
 // original offsets and nothing was appended.
-func (p *partition) appendRecords(records []byte, leaderEpoch int32) (result segment.AppendResult, duplicate bool, err error) {
+func (p *partition) appendRecords(records []byte) (result segment.AppendResult, duplicate bool, err error) {
 	var space [4]pendingBatch
 	pending, err := scanBatches(records, nil, space[:0])
 	if err != nil {
 		return segment.AppendResult{}, false, err
 	}
-	return p.appendPending(records, pending, leaderEpoch)
+	return p.appendPending(records, pending)
 }
 
 // scanBatches walks the batch headers of a produce once: it calls check (when not nil) with each
@@ -98,9 +98,9 @@ func scanBatches(records []byte, check func(batch.Header) error, pending []pendi
 }
 
 // appendPending appends records whose idempotent batches scanBatches collected in pending.
-func (p *partition) appendPending(records []byte, pending []pendingBatch, leaderEpoch int32) (result segment.AppendResult, duplicate bool, err error) {
+func (p *partition) appendPending(records []byte, pending []pendingBatch) (result segment.AppendResult, duplicate bool, err error) {
 	if len(pending) == 0 {
-		result, err = p.log.Append(records, leaderEpoch)
+		result, err = p.replica.Append(records)
 		return result, false, err
 	}
 
@@ -130,7 +130,7 @@ func (p *partition) appendPending(records []byte, pending []pendingBatch, leader
 		}
 		return segment.AppendResult{}, false, sequenceError(verdict, b.sequence, b.entry, p)
 	}
-	result, err = p.log.Append(records, leaderEpoch)
+	result, err = p.replica.Append(records)
 	if err != nil {
 		return result, false, err
 	}

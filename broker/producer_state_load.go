@@ -92,3 +92,13 @@ func readLogRange(log *segment.Log, from, end, budget int64) (data []byte, compl
 	}
 	return data, true, nil
 }
+
+// reset forgets every producer, so that the next idempotent append rebuilds the state from the
+// log's tail: a replica that becomes leader holds batches it appended as a follower, which never
+// went through the idempotence check here.
+func (s *producerStates) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.byID = nil
+	s.mu.loaded = false
+}

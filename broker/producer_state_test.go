@@ -2,11 +2,13 @@ package broker
 
 import (
 	"errors"
+	"time"
 	"strings"
 	"testing"
 
 	"github.com/sluice-mq/sluice/batch"
 	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
 
@@ -20,14 +22,21 @@ func testPartition(t *testing.T) *partition {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	return &partition{topic: "t", index: 0, log: log}
+	p, err := newPartition("t", 0, [16]byte{}, log, replication.Config{NodeID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.replica.MakeLeader(0, 0, []int32{1}, []int32{1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestProducerStatesEvictLeastRecentlyWritten(t *testing.T) {
 	p := testPartition(t)
 	appendAs := func(id int64, sequence int32) (int64, bool, error) {
 		t.Helper()
-		result, duplicate, err := p.appendRecords(idempotentBatch(id, 0, sequence, "v"), 0)
+		result, duplicate, err := p.appendRecords(idempotentBatch(id, 0, sequence, "v"))
 		return result.BaseOffset, duplicate, err
 	}
 	// Producer 0 writes last of the first lot, so producer 1 is the least recently written when the
@@ -64,7 +73,7 @@ func TestAppendRecordsSeveralProducersInOneAppend(t *testing.T) {
 	records := append(idempotentBatch(1, 0, 0, "a", "b"), recordBatch(batchTime, "plain")...)
 	records = append(records, idempotentBatch(2, 0, 10, "c")...)
 	records = append(records, idempotentBatch(1, 0, 2, "d")...)
-	result, duplicate, err := p.appendRecords(records, 0)
+	result, duplicate, err := p.appendRecords(records)
 	if err != nil || duplicate || result.BaseOffset != 0 || result.LastOffset != 4 {
 		t.Fatalf("append: %+v duplicate %v, %v", result, duplicate, err)
 	}
@@ -84,7 +93,7 @@ func TestAppendRecordsSeveralProducersInOneAppend(t *testing.T) {
 	check(2, 0, appendedBatch{10, 10, 3, 3})
 	// A later batch of the same append that breaks the rules refuses the whole append.
 	bad := append(idempotentBatch(1, 0, 3, "e"), idempotentBatch(1, 0, 5, "gap")...)
-	if _, _, err := p.appendRecords(bad, 0); !errors.Is(err, protocol.OutOfOrderSequenceNumber) {
+	if _, _, err := p.appendRecords(bad); !errors.Is(err, protocol.OutOfOrderSequenceNumber) {
 		t.Fatalf("append with a gap inside: %v", err)
 	}
 	if end := p.log.LogEndOffset(); end != 5 {
@@ -137,14 +146,14 @@ func TestReadLogTailIsBoundedAndEndsAtTheEnd(t *testing.T) {
 
 	// Producer 2's last batches are in the tail: its retry is a duplicate. Producer 1's are not: it
 	// is unknown, and its next batch starts over whatever its sequence.
-	result, duplicate, err := p.appendRecords(idempotentBatch(2, 0, batches-1, value), 0)
+	result, duplicate, err := p.appendRecords(idempotentBatch(2, 0, batches-1, value))
 	if err != nil || !duplicate || result.BaseOffset != last {
 		t.Fatalf("retry of the last batch: %+v duplicate %v, %v", result, duplicate, err)
 	}
-	if _, _, err := p.appendRecords(idempotentBatch(2, 0, batches+1, value), 0); !errors.Is(err, protocol.OutOfOrderSequenceNumber) {
+	if _, _, err := p.appendRecords(idempotentBatch(2, 0, batches+1, value)); !errors.Is(err, protocol.OutOfOrderSequenceNumber) {
 		t.Fatalf("gap after the rebuild: %v", err)
 	}
-	if _, duplicate, err := p.appendRecords(idempotentBatch(1, 0, 0, value), 0); err != nil || duplicate {
+	if _, duplicate, err := p.appendRecords(idempotentBatch(1, 0, 0, value)); err != nil || duplicate {
 		t.Fatalf("producer outside the tail: duplicate %v, %v", duplicate, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
 
@@ -25,6 +26,9 @@ type registry struct {
 	logger          *slog.Logger
 	// offline holds the partitions whose log failed to open (partition_offline.go).
 	offline offlinePartitions
+	// replicas runs follower fetches and ISR checks; replication its settings.
+	replicas    *replication.Manager
+	replication replication.Config
 
 	topics atomic.Pointer[map[string]*topicState]
 
@@ -36,8 +40,10 @@ type registry struct {
 	}
 }
 
-func newRegistry(nodeID int32, dir string, logDefaults segment.Config, maxMessageBytes int32, logger *slog.Logger) *registry {
-	r := &registry{nodeID: nodeID, dir: dir, logDefaults: logDefaults, maxMessageBytes: maxMessageBytes, logger: logger}
+func newRegistry(nodeID int32, dir string, logDefaults segment.Config, maxMessageBytes int32,
+	replicas *replication.Manager, replicationConfig replication.Config, logger *slog.Logger) *registry {
+	r := &registry{nodeID: nodeID, dir: dir, logDefaults: logDefaults, maxMessageBytes: maxMessageBytes,
+		replicas: replicas, replication: replicationConfig, logger: logger}
 	empty := map[string]*topicState{}
 	r.topics.Store(&empty)
 	r.applied.changed = make(chan struct{})
@@ -96,6 +102,8 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 		kept := maps.Clone(next)
 		r.topics.Store(&kept)
 		for _, p := range deleted {
+			r.replicas.Forget(p.replica)
+			p.replica.Stop()
 			p.appended()
 			if err := p.log.Delete(); err != nil {
 				r.logger.Error("delete partition log", "topic", p.topic, "partition", p.index, "err", err)
@@ -130,15 +138,15 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 				if !slices.Contains(pm.Replicas, r.nodeID) {
 					continue
 				}
-				log, err := r.openLog(name, int32(i), meta.ID, logCfg)
-				if err != nil {
+				var err error
+				if p, err = r.openPartition(name, int32(i), meta.ID, logCfg); err != nil {
 					continue // offline: openLog logged it and retries (partition_offline.go)
 				}
-				p = &partition{topic: name, index: int32(i), topicID: meta.ID, log: log}
 			} else if err := p.log.SetConfig(logCfg); err != nil {
 				r.logger.Error("apply topic config", "topic", name, "partition", i, "err", err)
 			}
 			p.state.Store(state)
+			r.applyRole(p, pm)
 			updated.partitions[i] = p
 		}
 		next[name] = updated
@@ -183,6 +191,8 @@ func (r *registry) forEach(fn func(*partition)) {
 func (r *registry) closeAll() {
 	r.offline.close()
 	r.forEach(func(p *partition) {
+		r.replicas.Forget(p.replica)
+		p.replica.Stop()
 		p.appended()
 		if err := p.log.Close(); err != nil {
 			r.logger.Error("close partition log", "topic", p.topic, "partition", p.index, "err", err)

@@ -1,0 +1,58 @@
+package broker
+
+// The broker's side of replication wiring: where other brokers are, and how a leader's ISR change
+// reaches the controller.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/replication"
+)
+
+// brokerAddress resolves a broker's Kafka listener from the metadata (followers dial leaders).
+func (b *Broker) brokerAddress(nodeID int32) (string, bool) {
+	if b.coordinator == nil {
+		return "", false
+	}
+	broker, ok := b.coordinator.Metadata().Brokers[nodeID]
+	if !ok {
+		return "", false
+	}
+	return net.JoinHostPort(broker.Host, strconv.Itoa(int(broker.Port))), true
+}
+
+// proposeISR sends a leader's ISR change to the controller.
+func (b *Broker) proposeISR(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, isr []int32) error {
+	return fmt.Errorf("broker: ISR change of %s-%d to %v: the controller does not take ISR changes yet", topic, partition, isr)
+}
+
+// followerFetched records a follower's fetch of p (its fetch offset and the durable offset it
+// reports in replication.DurableOffsetTag) and returns the high watermark to send it. A fetch that
+// moves the high watermark wakes the consumer fetches parked on p.
+func (b *Broker) followerFetched(p *partition, follower int32, rp kmsg.FetchRequestTopicPartition) (int64, error) {
+	durable := int64(-1)
+	rp.UnknownTags.Each(func(key uint32, value []byte) {
+		if key == replication.DurableOffsetTag && len(value) == 8 {
+			durable = int64(binary.BigEndian.Uint64(value))
+		}
+	})
+	if durable < 0 {
+		durable = rp.FetchOffset // a follower that does not report durability: Kafka's semantics
+	}
+	before := p.replica.HighWatermark()
+	high, err := p.replica.FollowerFetched(follower, rp.CurrentLeaderEpoch, rp.FetchOffset, durable, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	if high > before {
+		p.appended()
+	}
+	return high, nil
+}
