@@ -383,7 +383,7 @@ func (f *fetcher) handleEpochs(partitions []*followed, body []byte) error {
 				continue
 			}
 			r := p.replica
-			target := divergencePoint(r.Epochs.Entries(), r.Log.LogEndOffset(), r.Log.LogStartOffset(), rp.LeaderEpoch, rp.EndOffset)
+			target, settled := divergencePoint(r.Epochs.Entries(), r.Log.LogEndOffset(), r.Log.LogStartOffset(), rp.LeaderEpoch, rp.EndOffset)
 			if target < r.Log.LogEndOffset() {
 				f.manager.logger.Info("replication: truncating a divergent tail", "topic", r.Topic, "partition", r.Partition,
 					"from", r.Log.LogEndOffset(), "to", target, "leader", f.leaderID, "leader_epoch", p.leaderEpoch)
@@ -394,30 +394,29 @@ func (f *fetcher) handleEpochs(partitions []*followed, body []byte) error {
 				}
 				f.manager.observeTruncation()
 			}
-			p.needsEpochCheck = false
+			// Unsettled: the leader answered an epoch this log never had, so the cut is at the
+			// end of an older epoch of ours; ask again about that one.
+			p.needsEpochCheck = !settled
 		}
 	}
 	return nil
 }
 
 // divergencePoint is where a follower must cut its log, given the leader's answer to "where does
-// my last epoch end" (leaderEpoch, endOffset; -1 when the leader knows no epoch that old): the end
-// of the largest common epoch in both histories, never beyond the follower's log end.
-func divergencePoint(entries []EpochEntry, logEnd, logStart int64, leaderEpoch int32, endOffset int64) int64 {
+// my last epoch end" (leaderEpoch, endOffset; -1 when the leader knows no epoch that old), and
+// whether that settles it. When the leader answers an epoch the follower also has, both logs agree
+// up to the smaller end of that epoch: settled. When the follower never had the leader's epoch, it
+// cuts at the end of its own largest older epoch and must ask again about that epoch.
+func divergencePoint(entries []EpochEntry, logEnd, logStart int64, leaderEpoch int32, endOffset int64) (int64, bool) {
 	if len(entries) == 0 {
-		return logEnd // nothing written under any epoch: nothing to compare (an empty or legacy log)
+		return logEnd, true // nothing written under any epoch: nothing to compare (an empty or legacy log)
 	}
 	if leaderEpoch < 0 || endOffset < 0 {
-		return logStart // the leader shares none of our epochs
+		return logStart, true // the leader shares none of our epochs
 	}
 	ownEpoch, ownEnd := endOffsetFor(entries, leaderEpoch, logEnd)
 	if ownEpoch < 0 {
-		return logStart // every epoch we have is newer than the leader's answer
+		return logStart, true // every epoch we have is newer than the leader's answer
 	}
-	if ownEpoch != leaderEpoch {
-		// We never had that epoch: our history diverges before it; cut to where our largest
-		// older epoch ends, bounded by the leader's answer.
-		return min(ownEnd, endOffset, logEnd)
-	}
-	return min(endOffset, ownEnd, logEnd)
+	return min(endOffset, ownEnd, logEnd), ownEpoch == leaderEpoch
 }

@@ -1,0 +1,209 @@
+package replication
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/segment"
+)
+
+func openReplica(t *testing.T, node int32, mode AckMode) *Replica {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := segment.DefaultConfig()
+	cfg.SegmentBytes, cfg.Preallocate = 1<<20, false
+	log, err := segment.Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	epochs, err := OpenEpochHistory(dir, log.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewReplica("t", 0, log, epochs, Config{NodeID: node, AckMode: mode})
+}
+
+func records(values ...string) []byte {
+	var b batch.Builder
+	b.ProducerID = -1
+	b.Reset(time.UnixMilli(1700000000000))
+	for _, v := range values {
+		b.Add(batch.Record{Value: []byte(v)})
+	}
+	return b.Finish()
+}
+
+// replicate copies what the follower lacks from the leader, as a fetch would, and reports the
+// follower's position to the leader.
+func replicate(t *testing.T, leader, follower *Replica, followerID int32) {
+	t.Helper()
+	from := follower.Log.LogEndOffset()
+	data, err := leader.Log.Read(from, 1<<20, leader.Log.LogEndOffset(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := follower.AppendFromLeader(data); err != nil {
+		t.Fatal(err)
+	}
+	report(t, leader, follower, followerID)
+}
+
+func report(t *testing.T, leader, follower *Replica, followerID int32) {
+	t.Helper()
+	high, err := leader.FollowerFetched(followerID, -1, follower.Log.LogEndOffset(), follower.Log.FlushedOffset(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower.SetFollowerHighWatermark(high)
+}
+
+func TestAcksAllWaitsForEveryInSyncReplicaToFsync(t *testing.T) {
+	leader := openReplica(t, 1, AckFsync)
+	follower := openReplica(t, 2, AckFsync)
+	replicas := []int32{1, 2}
+	if _, err := leader.MakeLeader(3, 0, replicas, replicas, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	follower.MakeFollower(1, 3, 0, replicas, replicas)
+
+	result, err := leader.Append(records("a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, 1)
+	leader.AwaitAcks(result.LastOffset, 2, func(err error) { acked <- err })
+	if leader.HighWatermark() != 0 {
+		t.Fatalf("high watermark %d before the follower has anything", leader.HighWatermark())
+	}
+	replicate(t, leader, follower, 2)
+	if leader.HighWatermark() != 3 || follower.HighWatermark() != 3 {
+		t.Fatalf("high watermarks %d/%d, want 3", leader.HighWatermark(), follower.HighWatermark())
+	}
+	select {
+	case err := <-acked:
+		t.Fatalf("acknowledged (%v) before the follower fsynced", err)
+	default:
+	}
+	if err := follower.Log.WaitFlushed(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	report(t, leader, follower, 2)
+	select {
+	case err := <-acked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("never acknowledged")
+	}
+	// The follower holds the leader's bytes, epoch included.
+	leaderBytes, _ := leader.Log.Read(0, 1<<20, 3, nil)
+	followerBytes, _ := follower.Log.Read(0, 1<<20, 3, nil)
+	if string(leaderBytes) != string(followerBytes) {
+		t.Fatal("replica bytes differ")
+	}
+	if follower.Epochs.LastEpoch() != 3 {
+		t.Fatalf("follower epoch history %v", follower.Epochs.Entries())
+	}
+}
+
+func TestAckMemoryWaitsForTheHighWatermarkOnly(t *testing.T) {
+	leader := openReplica(t, 1, AckMemory)
+	follower := openReplica(t, 2, AckMemory)
+	replicas := []int32{1, 2}
+	leader.MakeLeader(0, 0, replicas, replicas, time.Now())
+	follower.MakeFollower(1, 0, 0, replicas, replicas)
+	result, _ := leader.Append(records("a"))
+	acked := make(chan error, 1)
+	leader.AwaitAcks(result.LastOffset, 1, func(err error) { acked <- err })
+	from := follower.Log.LogEndOffset()
+	data, _ := leader.Log.Read(from, 1<<20, leader.Log.LogEndOffset(), nil)
+	follower.AppendFromLeader(data)
+	// Reported as fetched but not durable: memory mode acknowledges.
+	if _, err := leader.FollowerFetched(2, 0, follower.Log.LogEndOffset(), 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-acked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("memory mode did not acknowledge at the high watermark")
+	}
+}
+
+func TestLeadershipLossAnswersWaiters(t *testing.T) {
+	leader := openReplica(t, 1, AckFsync)
+	replicas := []int32{1, 2}
+	leader.MakeLeader(0, 0, replicas, replicas, time.Now())
+	result, _ := leader.Append(records("a"))
+	acked := make(chan error, 1)
+	leader.AwaitAcks(result.LastOffset, 1, func(err error) { acked <- err })
+	leader.MakeFollower(2, 1, 1, replicas, replicas)
+	if err := <-acked; !errors.Is(err, protocol.NotLeaderOrFollower) {
+		t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+	if _, err := leader.Append(records("b")); !errors.Is(err, protocol.NotLeaderOrFollower) {
+		t.Fatalf("a follower took a client append: %v", err)
+	}
+}
+
+func TestShrunkISRAnswersNotEnoughReplicasAfterAppend(t *testing.T) {
+	leader := openReplica(t, 1, AckFsync)
+	replicas := []int32{1, 2}
+	leader.MakeLeader(0, 0, replicas, replicas, time.Now())
+	result, _ := leader.Append(records("a"))
+	acked := make(chan error, 1)
+	leader.AwaitAcks(result.LastOffset, 2, func(err error) { acked <- err })
+	// The follower never fetches; after the lag time the leader proposes dropping it.
+	isr, _, _, ok := leader.ProposeISR(time.Now().Add(time.Minute), 5*time.Second)
+	if !ok || len(isr) != 1 {
+		t.Fatalf("proposal %v %v", isr, ok)
+	}
+	leader.MakeLeader(0, 1, replicas, isr, time.Now()) // the controller committed it
+	select {
+	case err := <-acked:
+		if !errors.Is(err, protocol.NotEnoughReplicasAfterAppend) {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("never answered")
+	}
+}
+
+func TestFollowerTruncationDropsEpochs(t *testing.T) {
+	r := openReplica(t, 2, AckFsync)
+	r.MakeFollower(1, 0, 0, []int32{1, 2}, []int32{1, 2})
+	data := records("a", "b")
+	batch.SetLeaderEpoch(data, 0)
+	more := records("c")
+	batch.SetBaseOffset(more, 2)
+	batch.SetLeaderEpoch(more, 4)
+	if _, err := r.AppendFromLeader(append(data, more...)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Epochs.Entries(); len(got) != 2 || got[1] != (EpochEntry{4, 2}) {
+		t.Fatalf("history %v", got)
+	}
+	// A fetch retried after a lost response brings the same batches again: skipped.
+	if _, err := r.AppendFromLeader(append(data, more...)); err != nil || r.Log.LogEndOffset() != 3 {
+		t.Fatalf("retried fetch: end %d, %v", r.Log.LogEndOffset(), err)
+	}
+	if err := r.TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	if r.Log.LogEndOffset() != 2 || r.Epochs.LastEpoch() != 0 {
+		t.Fatalf("after truncation: end %d history %v", r.Log.LogEndOffset(), r.Epochs.Entries())
+	}
+	// A gap is refused.
+	gap := records("z")
+	batch.SetBaseOffset(gap, 7)
+	if _, err := r.AppendFromLeader(gap); err == nil {
+		t.Fatal("a batch past the log end was appended")
+	}
+}
