@@ -2,9 +2,9 @@ package broker
 
 import (
 	"errors"
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-mq/sluice/batch"
 	"github.com/sluice-mq/sluice/protocol"
