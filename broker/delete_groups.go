@@ -22,7 +22,7 @@ const groupDeleteTimeout = 10 * time.Second
 func (b *Broker) handleDeleteGroups(r *request, req *kmsg.DeleteGroupsRequest) {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	offsets := b.coordinator.Offsets()
-	coordinatorErr := b.checkCoordinator()
+	coordinatorErr := b.checkCoordinator
 	errs := make([]error, len(req.Groups))
 	var deletable []string
 	var deletableIndexes []int
@@ -31,8 +31,8 @@ func (b *Broker) handleDeleteGroups(r *request, req *kmsg.DeleteGroupsRequest) {
 		case id == "":
 			errs[i] = fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID)
 			continue
-		case coordinatorErr != nil:
-			errs[i] = coordinatorErr
+		case coordinatorErr(id) != nil:
+			errs[i] = coordinatorErr(id)
 			continue
 		}
 		var answer error

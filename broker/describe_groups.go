@@ -20,12 +20,12 @@ func (b *Broker) handleDescribeGroups(r *request, req *kmsg.DescribeGroupsReques
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	summaries := b.groups.describe(req.Groups)
 	offsets := b.coordinator.Offsets()
-	coordinatorErr := b.checkCoordinator()
+	coordinatorErr := b.checkCoordinator
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = math.MinInt32
-		err := coordinatorErr
+		err := coordinatorErr(id)
 		if id == "" {
 			err = fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID)
 		}

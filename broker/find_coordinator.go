@@ -27,19 +27,32 @@ func (b *Broker) handleFindCoordinator(r *request, req *kmsg.FindCoordinatorRequ
 			err = fmt.Errorf("broker: coordinator key type %d: %w", req.CoordinatorType, protocol.InvalidRequest)
 		case key == "" && req.CoordinatorType == coordinatorKeyGroup:
 			err = fmt.Errorf("broker: empty group id: %w", protocol.InvalidRequest)
-		default:
-			err = b.checkCoordinator()
+		case b.closing.Load():
+			err = errGroupsClosed
 		}
 		if err != nil {
 			r.failed()
 		}
 		return protocol.CodeFor(err), errorMessage(err)
 	}
+	// The group's coordinator among the live brokers (groups.go); transactional ids are
+	// coordinated the same way.
+	owner := func(key string) (int32, string, int32) {
+		id := b.groupCoordinatorFor(key)
+		broker, ok := b.coordinator.Metadata().Brokers[id]
+		if !ok {
+			return -1, "", -1
+		}
+		return broker.NodeID, broker.Host, broker.Port
+	}
 	if req.Version < 4 {
 		resp.ErrorCode, resp.ErrorMessage = find(req.CoordinatorKey)
 		resp.NodeID, resp.Host, resp.Port = -1, "", -1
 		if resp.ErrorCode == 0 {
-			resp.NodeID, resp.Host, resp.Port = b.config.NodeID, b.advertised.host, b.advertised.port
+			resp.NodeID, resp.Host, resp.Port = owner(req.CoordinatorKey)
+			if resp.NodeID < 0 {
+				resp.ErrorCode = protocol.CoordinatorNotAvailable.Code
+			}
 		}
 		r.respond(resp)
 		return
@@ -50,7 +63,10 @@ func (b *Broker) handleFindCoordinator(r *request, req *kmsg.FindCoordinatorRequ
 		c.ErrorCode, c.ErrorMessage = find(key)
 		c.NodeID, c.Host, c.Port = -1, "", -1
 		if c.ErrorCode == 0 {
-			c.NodeID, c.Host, c.Port = b.config.NodeID, b.advertised.host, b.advertised.port
+			c.NodeID, c.Host, c.Port = owner(key)
+			if c.NodeID < 0 {
+				c.ErrorCode = protocol.CoordinatorNotAvailable.Code
+			}
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

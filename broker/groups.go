@@ -249,14 +249,23 @@ func (c *groupCoordinator) describe(ids []string) map[string]groupSummary {
 
 // checkCoordinator answers whether this broker coordinates groups now: nil, or
 // COORDINATOR_NOT_AVAILABLE (shutting down, or not the Raft leader, which holds the offsets).
-func (b *Broker) checkCoordinator() error {
+func (b *Broker) checkCoordinator(groupID string) error {
 	if b.closing.Load() {
 		return errGroupsClosed
 	}
-	if !b.coordinator.IsLeader() {
-		return fmt.Errorf("broker: node %d does not lead the metadata: %w", b.config.NodeID, protocol.CoordinatorNotAvailable)
+	if groupID == "" {
+		return nil // validated by the caller, or a request about every group held here
+	}
+	if owner := b.groupCoordinatorFor(groupID); owner != b.config.NodeID {
+		return fmt.Errorf("broker: group %q is coordinated by node %d: %w", groupID, owner, protocol.NotCoordinator)
 	}
 	return nil
+}
+
+// groupCoordinatorFor is the broker that coordinates groupID: chosen among the live brokers by
+// group.CoordinatorFor, so that only the groups of a broker that leaves move.
+func (b *Broker) groupCoordinatorFor(groupID string) int32 {
+	return group.CoordinatorFor(groupID, liveBrokerIDs(b.coordinator.Metadata()))
 }
 
 // newMemberID makes a member id as Kafka does: the instance id of a static member or else the

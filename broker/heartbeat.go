@@ -16,7 +16,7 @@ import (
 
 func (b *Broker) handleHeartbeat(r *request, req *kmsg.HeartbeatRequest) {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	err := b.checkCoordinator()
+	err := b.checkCoordinator(req.Group)
 	if req.Group == "" {
 		err = fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID)
 	}

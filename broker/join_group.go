@@ -28,7 +28,7 @@ func (b *Broker) handleJoinGroup(r *request, req *kmsg.JoinGroupRequest) {
 		fail(fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID))
 		return
 	}
-	if err := b.checkCoordinator(); err != nil {
+	if err := b.checkCoordinator(req.Group); err != nil {
 		fail(err)
 		return
 	}

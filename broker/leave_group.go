@@ -26,7 +26,7 @@ func (b *Broker) handleLeaveGroup(r *request, req *kmsg.LeaveGroupRequest) {
 		}
 	}
 	errs := make([]error, len(leaving))
-	err := b.checkCoordinator()
+	err := b.checkCoordinator(req.Group)
 	if req.Group == "" {
 		err = fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID)
 	}

@@ -15,7 +15,7 @@ import (
 
 func (b *Broker) handleListGroups(r *request, req *kmsg.ListGroupsRequest) {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if err := b.checkCoordinator(); err != nil {
+	if err := b.checkCoordinator(""); err != nil {
 		resp.ErrorCode = protocol.CodeFor(err)
 		r.failed()
 		r.respond(resp)

@@ -62,7 +62,7 @@ func (b *Broker) handleOffsetCommit(r *request, req *kmsg.OffsetCommitRequest) {
 		refuseAll(fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID))
 		return
 	}
-	if err := b.checkCoordinator(); err != nil {
+	if err := b.checkCoordinator(req.Group); err != nil {
 		refuseAll(err)
 		return
 	}

@@ -46,7 +46,7 @@ func (b *Broker) handleOffsetDelete(r *request, req *kmsg.OffsetDeleteRequest) {
 		respond(fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID), nil)
 		return
 	}
-	if err := b.checkCoordinator(); err != nil {
+	if err := b.checkCoordinator(req.Group); err != nil {
 		respond(err, nil)
 		return
 	}

@@ -34,7 +34,7 @@ type fetchedTopic struct {
 func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	offsets := b.coordinator.Offsets()
-	coordinatorErr := b.checkCoordinator()
+	coordinatorErr := b.checkCoordinator
 	if req.Version < 8 {
 		topics := make(map[string][]int32, len(req.Topics))
 		for _, t := range req.Topics {
@@ -43,7 +43,7 @@ func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
 		if req.Topics == nil {
 			topics = nil
 		}
-		code, fetched := fetchGroupOffsets(offsets, req.Group, topics, coordinatorErr)
+		code, fetched := fetchGroupOffsets(offsets, req.Group, topics, coordinatorErr(req.Group))
 		resp.ErrorCode = code
 		for _, t := range fetched {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -72,7 +72,7 @@ func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
 				topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 			}
 		}
-		code, fetched := fetchGroupOffsets(offsets, g.Group, topics, coordinatorErr)
+		code, fetched := fetchGroupOffsets(offsets, g.Group, topics, coordinatorErr(g.Group))
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group, rg.ErrorCode = g.Group, code
 		for _, t := range fetched {

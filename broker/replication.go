@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/replication"
 )
 
@@ -55,4 +56,9 @@ func (b *Broker) followerFetched(p *partition, follower int32, rp kmsg.FetchRequ
 		p.appended()
 	}
 	return high, nil
+}
+
+// liveBrokerIDs are the registered brokers that are not fenced, ascending.
+func liveBrokerIDs(meta *coordinator.Metadata) []int32 {
+	return meta.BrokerIDs()
 }
