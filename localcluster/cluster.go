@@ -1,0 +1,315 @@
+package localcluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config describes a cluster to start.
+type Config struct {
+	// Binary is the sluiced executable (Build makes one).
+	Binary string
+	// Dir holds one data directory per node (node1, node2, ...).
+	Dir string
+	// Nodes is the number of nodes (voters). Invariant: >= 1.
+	Nodes int
+	// Args are extra sluiced flags given to every node.
+	Args []string
+	// Logs, if set, receives every node's log lines prefixed with its id.
+	Logs io.Writer
+	// StartTimeout bounds how long a node may take to serve (default 60 s).
+	StartTimeout time.Duration
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	config Config
+	Nodes  []*Node // Nodes[i].ID == i+1
+}
+
+// Node is one sluiced process slot: its ports and data survive restarts.
+type Node struct {
+	ID      int32
+	DataDir string
+	Kafka   string // host:port of the Kafka listener
+	Raft    string // host:port of the Raft transport
+	HTTP    string // host:port of /metrics and /readyz
+
+	cluster *Cluster
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan error // receives the exit of the current process, once
+	log     strings.Builder
+	paused  bool
+}
+
+// Build compiles sluiced from the module at moduleDir into dir and returns the binary's path.
+func Build(moduleDir, dir string) (string, error) {
+	binary := filepath.Join(dir, "sluiced")
+	cmd := exec.Command("go", "build", "-o", binary, "./cmd/sluiced")
+	cmd.Dir = moduleDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("localcluster: build sluiced: %w\n%s", err, out)
+	}
+	return binary, nil
+}
+
+// freePorts reserves n distinct ephemeral ports on 127.0.0.1 and releases them for the caller to
+// bind (the broker sets SO_REUSEADDR; another process could take one in between, which shows as a
+// start failure, not as a silent mix-up).
+func freePorts(n int) ([]int, error) {
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("localcluster: reserve a port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Start starts every node and waits until each serves.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Nodes < 1 || cfg.Binary == "" || cfg.Dir == "" {
+		return nil, errors.New("localcluster: config needs Binary, Dir and at least one node")
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	ports, err := freePorts(3 * cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{config: cfg}
+	for i := range cfg.Nodes {
+		c.Nodes = append(c.Nodes, &Node{
+			ID:      int32(i + 1),
+			DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node%d", i+1)),
+			Kafka:   fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
+			Raft:    fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
+			HTTP:    fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]),
+			cluster: c,
+		})
+	}
+	// Voters wait for a majority before serving: start them all, then wait.
+	errs := make(chan error, len(c.Nodes))
+	for _, n := range c.Nodes {
+		go func() { errs <- n.Start() }()
+	}
+	var startErr error
+	for range c.Nodes {
+		startErr = errors.Join(startErr, <-errs)
+	}
+	if startErr != nil {
+		c.Close()
+		return nil, startErr
+	}
+	return c, nil
+}
+
+// Voters is the --controller-voters value of the cluster.
+func (c *Cluster) Voters() string {
+	parts := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		parts[i] = fmt.Sprintf("%d@%s", n.ID, n.Raft)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Bootstrap lists every node's Kafka address, comma-separated.
+func (c *Cluster) Bootstrap() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Kafka
+	}
+	return out
+}
+
+// Node returns the node with id (1-based).
+func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
+
+// Close kills every running node.
+func (c *Cluster) Close() {
+	for _, n := range c.Nodes {
+		n.Kill()
+	}
+}
+
+var servingLine = regexp.MustCompile(`msg="broker serving"`)
+
+// Start starts the node's process (again) and waits until it serves.
+func (n *Node) Start() error {
+	n.mu.Lock()
+	if n.cmd != nil {
+		n.mu.Unlock()
+		return fmt.Errorf("localcluster: node %d is already running", n.ID)
+	}
+	cfg := n.cluster.config
+	args := []string{
+		"--node-id", strconv.Itoa(int(n.ID)),
+		"--data-dir", n.DataDir,
+		"--listen", n.Kafka,
+		"--raft-listen", n.Raft,
+		"--http", n.HTTP,
+		"--controller-voters", n.cluster.Voters(),
+		"--log-level", "info",
+	}
+	args = append(args, cfg.Args...)
+	cmd := exec.Command(cfg.Binary, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		n.mu.Unlock()
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		n.mu.Unlock()
+		return fmt.Errorf("localcluster: start node %d: %w", n.ID, err)
+	}
+	exited := make(chan error, 1)
+	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.log.Reset()
+	n.mu.Unlock()
+
+	serving := make(chan struct{})
+	go func() {
+		scanner := bufio.NewScanner(stderr)
+		scanner.Buffer(make([]byte, 64<<10), 1<<20)
+		signalled := false
+		for scanner.Scan() {
+			line := scanner.Text()
+			n.mu.Lock()
+			if n.log.Len() < 4<<20 {
+				n.log.WriteString(line + "\n")
+			}
+			n.mu.Unlock()
+			if cfg.Logs != nil {
+				fmt.Fprintf(cfg.Logs, "[node%d] %s\n", n.ID, line)
+			}
+			if !signalled && servingLine.MatchString(line) {
+				signalled = true
+				close(serving)
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		exited <- cmd.Wait()
+	}()
+	select {
+	case <-serving:
+		return nil
+	case err := <-exited:
+		n.mu.Lock()
+		n.cmd = nil
+		n.mu.Unlock()
+		return fmt.Errorf("localcluster: node %d exited before serving: %v\n%s", n.ID, err, n.Logs())
+	case <-time.After(cfg.StartTimeout):
+		n.Kill()
+		return fmt.Errorf("localcluster: node %d did not serve within %v\n%s", n.ID, cfg.StartTimeout, n.Logs())
+	}
+}
+
+// Running reports whether the node's process runs (paused counts as running).
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+// Logs returns what the current (or last) process logged.
+func (n *Node) Logs() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.log.String()
+}
+
+// Kill sends SIGKILL (after SIGCONT if paused) and waits for the process to go.
+func (n *Node) Kill() { n.signalAndWait(syscall.SIGKILL, 0) }
+
+// Stop sends SIGTERM and waits up to timeout for a clean exit, then kills. It returns the exit
+// error of a process that did not exit cleanly.
+func (n *Node) Stop(timeout time.Duration) error { return n.signalAndWait(syscall.SIGTERM, timeout) }
+
+func (n *Node) signalAndWait(sig syscall.Signal, timeout time.Duration) error {
+	n.mu.Lock()
+	cmd, exited, paused := n.cmd, n.exited, n.paused
+	n.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if paused {
+		cmd.Process.Signal(syscall.SIGCONT)
+	}
+	cmd.Process.Signal(sig)
+	var err error
+	if timeout > 0 {
+		select {
+		case err = <-exited:
+		case <-time.After(timeout):
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+			err = fmt.Errorf("localcluster: node %d did not exit within %v of %v", n.ID, timeout, sig)
+		}
+	} else {
+		err = <-exited
+	}
+	n.mu.Lock()
+	n.cmd, n.paused = nil, false
+	n.mu.Unlock()
+	if sig == syscall.SIGKILL {
+		return nil
+	}
+	return err
+}
+
+// Pause stops the process with SIGSTOP; Resume continues it.
+func (n *Node) Pause() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && !n.paused {
+		n.cmd.Process.Signal(syscall.SIGSTOP)
+		n.paused = true
+	}
+}
+
+// Resume continues a paused process.
+func (n *Node) Resume() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && n.paused {
+		n.cmd.Process.Signal(syscall.SIGCONT)
+		n.paused = false
+	}
+}
+
+// Restart kills the node if it runs and starts it again with its data.
+func (n *Node) Restart() error {
+	n.Kill()
+	return n.Start()
+}
+
+// RemoveData deletes the node's data directory (only while it is stopped).
+func (n *Node) RemoveData() error {
+	if n.Running() {
+		return fmt.Errorf("localcluster: node %d runs", n.ID)
+	}
+	return os.RemoveAll(n.DataDir)
+}
