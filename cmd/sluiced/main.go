@@ -23,6 +23,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
 
@@ -37,11 +38,12 @@ func main() {
 }
 
 type options struct {
-	broker    broker.Config
-	http      string
-	logLevel  string
-	logFormat string
-	flush     string
+	broker     broker.Config
+	http       string
+	logLevel   string
+	logFormat  string
+	flush      string
+	replicaAck string
 }
 
 func parseFlags(args []string, output io.Writer) (options, error) {
@@ -53,7 +55,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.SetOutput(io.Discard)
 	b := &opts.broker
 	var nodeID int
-	var partitions, replication int
+	var partitions, replicationFactor int
 	var maxMessageBytes int
 	var retentionBytes int64
 	fs.StringVar(&b.DataDir, "data-dir", cfg.DataDir, "directory for metadata and partition logs")
@@ -63,7 +65,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz and /debug/pprof (empty: off)")
 	fs.IntVar(&nodeID, "node-id", int(cfg.NodeID), "this broker's node id")
 	fs.IntVar(&partitions, "default-partitions", int(cfg.DefaultPartitions), "partitions of auto-created topics and of CreateTopics asking for -1")
-	fs.IntVar(&replication, "default-replication-factor", int(cfg.DefaultReplicationFactor), "replication factor of auto-created topics and of CreateTopics asking for -1")
+	fs.IntVar(&replicationFactor, "default-replication-factor", int(cfg.DefaultReplicationFactor), "replication factor of auto-created topics and of CreateTopics asking for -1")
 	fs.BoolVar(&b.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics named in metadata requests")
 	fs.IntVar(&maxMessageBytes, "max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted")
 	fs.Int64Var(&b.Log.SegmentBytes, "segment-bytes", cfg.Log.SegmentBytes, "default segment.bytes: segment file size (preallocated)")
@@ -73,6 +75,8 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs")
 	fs.StringVar(&opts.flush, "flush", cfg.Log.Flush.String(), "flush policy: os (kernel writeback; acks=all still fsyncs), append (group commit after appends) or interval")
 	fs.DurationVar(&b.Log.FlushInterval, "flush-interval", cfg.Log.FlushInterval, "fsync period for --flush=interval")
+	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
+	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
@@ -109,8 +113,8 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 		return opts, fmt.Errorf("--node-id %d out of range", nodeID)
 	}
 	b.NodeID = int32(nodeID)
-	b.DefaultPartitions, b.DefaultReplicationFactor = int32(partitions), int16(replication)
-	if partitions > 1<<31-1 || replication > 1<<15-1 || maxMessageBytes > 1<<31-1 {
+	b.DefaultPartitions, b.DefaultReplicationFactor = int32(partitions), int16(replicationFactor)
+	if partitions > 1<<31-1 || replicationFactor > 1<<15-1 || maxMessageBytes > 1<<31-1 {
 		return opts, errors.New("--default-partitions, --default-replication-factor or --max-message-bytes out of range")
 	}
 	b.MaxMessageBytes = int32(maxMessageBytes)
@@ -123,6 +127,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 		return opts, fmt.Errorf("--flush: %w", err)
 	}
 	b.Log.Flush = policy
+	if b.Replication.AckMode, err = replication.ParseAckMode(opts.replicaAck); err != nil {
+		return opts, fmt.Errorf("--replica-ack: %w", err)
+	}
 	if err := b.Validate(); err != nil {
 		return opts, err
 	}
