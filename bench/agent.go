@@ -154,7 +154,7 @@ func Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	topics := TopicNames(opts.Workload)
 	for _, topic := range topics {
 		createCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := admin.CreateTopic(createCtx, topic, opts.Workload.Partitions)
+		err := admin.CreateTopic(createCtx, topic, opts.Workload.Partitions, opts.Workload.ReplicationFactor, opts.Workload.TopicConfigs())
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("bench: create topic %s: %w", topic, err)

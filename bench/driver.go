@@ -11,8 +11,9 @@ import (
 // A Driver is the Kafka client a run goes through: sluice's client/ ("client") or franz-go
 // ("franz"). Both are driven the same way, so their figures compare.
 type Driver interface {
-	// CreateTopic creates a topic with the given partitions (replication factor: the broker's default).
-	CreateTopic(ctx context.Context, name string, partitions int32) error
+	// CreateTopic creates a topic with the given partitions, replication factor (-1: the broker's
+	// default) and config overrides.
+	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error
 	DeleteTopic(ctx context.Context, name string) error
 	NewProducer(ctx context.Context, w Workload) (Producer, error)
 	// NewConsumer joins group as a member subscribing to topic (cooperative-sticky balancing,

@@ -27,8 +27,8 @@ func newClientDriver(brokers []string) (*clientDriver, error) {
 	return &clientDriver{brokers: brokers, shared: c}, nil
 }
 
-func (d *clientDriver) CreateTopic(ctx context.Context, name string, partitions int32) error {
-	err := client.NewAdmin(d.shared).CreateTopics(ctx, client.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: -1})
+func (d *clientDriver) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
+	err := client.NewAdmin(d.shared).CreateTopics(ctx, client.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs})
 	if errors.Is(err, protocol.TopicAlreadyExists) {
 		return nil
 	}

@@ -27,10 +27,15 @@ func newFranzDriver(brokers []string) (*franzDriver, error) {
 	return &franzDriver{brokers: brokers, admin: admin}, nil
 }
 
-func (d *franzDriver) CreateTopic(ctx context.Context, name string, partitions int32) error {
+func (d *franzDriver) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	topic := kmsg.NewCreateTopicsRequestTopic()
-	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = name, partitions, -1
+	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = name, partitions, replicationFactor
+	for key, value := range configs {
+		config := kmsg.NewCreateTopicsRequestTopicConfig()
+		config.Name, config.Value = key, kmsg.StringPtr(value)
+		topic.Configs = append(topic.Configs, config)
+	}
 	req.Topics = append(req.Topics, topic)
 	req.TimeoutMillis = 30000
 	resp, err := req.RequestWith(ctx, d.admin)

@@ -33,7 +33,7 @@ func TestConsumersShareTheirGroup(t *testing.T) {
 			}
 			defer driver.Close()
 			topic := "share-" + name
-			if err := driver.CreateTopic(ctx, topic, 4); err != nil {
+			if err := driver.CreateTopic(ctx, topic, 4, -1, nil); err != nil {
 				t.Fatal(err)
 			}
 			w := DefaultWorkload()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,11 @@ type Workload struct {
 	Name       string `yaml:"name" json:"name"`
 	Topics     int    `yaml:"topics" json:"topics"`
 	Partitions int32  `yaml:"partitions" json:"partitions"` // per topic
+	// ReplicationFactor of the created topics; -1 (the default) takes the broker's default. With
+	// more than one, run against a cluster (--brokers lists several nodes).
+	ReplicationFactor int16 `yaml:"replication_factor" json:"replication_factor"`
+	// MinInsyncReplicas, when above 0, sets the topics' min.insync.replicas.
+	MinInsyncReplicas int `yaml:"min_insync_replicas" json:"min_insync_replicas"`
 
 	MessageSize int `yaml:"message_size" json:"message_size"` // value bytes; at least 16 (the send-time stamp)
 	// Keys: "none" (keyless, sticky partitioning) or "random" (a random 16-byte key per record from
@@ -44,10 +50,18 @@ type Workload struct {
 	Duration time.Duration `yaml:"duration" json:"duration"`
 }
 
+// TopicConfigs are the config overrides of the workload's topics.
+func (w Workload) TopicConfigs() map[string]string {
+	if w.MinInsyncReplicas <= 0 {
+		return nil
+	}
+	return map[string]string{"min.insync.replicas": strconv.Itoa(w.MinInsyncReplicas)}
+}
+
 // DefaultWorkload is what a workload file's missing keys fall back to.
 func DefaultWorkload() Workload {
 	return Workload{
-		Topics: 1, Partitions: 8, MessageSize: 100, Keys: "none", KeyCount: 1000,
+		Topics: 1, Partitions: 8, ReplicationFactor: -1, MessageSize: 100, Keys: "none", KeyCount: 1000,
 		Producers: 1, Acks: "1", Compression: "none", Linger: 5 * time.Millisecond,
 		BatchMaxBytes: 1 << 20, MaxPendingBytes: 8 << 20,
 		ConsumerGroups: 1, ConsumersPerGroup: 1,
@@ -101,6 +115,8 @@ func (w Workload) Validate() error {
 	}
 	check(w.Topics >= 1 && w.Topics <= 1000, "topics %d not in [1, 1000]", w.Topics)
 	check(w.Partitions >= 1 && w.Partitions <= 10000, "partitions %d not in [1, 10000]", w.Partitions)
+	check(w.ReplicationFactor == -1 || (w.ReplicationFactor >= 1 && w.ReplicationFactor <= 16), "replication_factor %d not -1 or in [1, 16]", w.ReplicationFactor)
+	check(w.MinInsyncReplicas >= 0 && w.MinInsyncReplicas <= 16, "min_insync_replicas %d not in [0, 16]", w.MinInsyncReplicas)
 	check(w.MessageSize >= MinMessageSize && w.MessageSize <= 16<<20, "message_size %d not in [%d, 16 MiB]", w.MessageSize, MinMessageSize)
 	check(w.Keys == "none" || w.Keys == "random", "keys %q is not none or random", w.Keys)
 	check(w.Keys == "none" || w.KeyCount >= 1, "key_count %d must be at least 1", w.KeyCount)
