@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test test-short bench bench-run perf perf-compare soak vet fmt clean
+.PHONY: all build run cluster cluster-stop test test-short bench bench-run perf perf-compare soak vet fmt clean
 
 all: build
 
@@ -12,6 +12,35 @@ build:
 
 run: build
 	$(BIN)/sluiced --data-dir ./data
+
+# cluster: three nodes on this machine, data in ./data/node1..3, Kafka on 127.0.0.1:9092-9094,
+# metrics on 9644-9646, Raft on 9192-9194; logs in ./data/nodeN/sluiced.log. Starting it again
+# restarts the nodes that are not running. cluster-stop stops them with SIGTERM (controlled
+# shutdown: leadership moves off each node before it stops).
+CLUSTER_VOTERS := 1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194
+cluster: build
+	@for n in 1 2 3; do \
+	  mkdir -p data/node$$n; \
+	  if [ -f data/node$$n/sluiced.pid ] && kill -0 $$(cat data/node$$n/sluiced.pid) 2>/dev/null; then continue; fi; \
+	  nohup $(BIN)/sluiced --node-id $$n --data-dir data/node$$n --listen 127.0.0.1:$$((9091+n)) \
+	    --raft-listen 127.0.0.1:$$((9191+n)) --http 127.0.0.1:$$((9643+n)) \
+	    --controller-voters $(CLUSTER_VOTERS) >> data/node$$n/sluiced.log 2>&1 & \
+	  echo $$! > data/node$$n/sluiced.pid; \
+	done
+	@for n in 1 2 3; do \
+	  for i in $$(seq 1 300); do curl -sf 127.0.0.1:$$((9643+n))/readyz >/dev/null && break; sleep 0.1; done; \
+	  curl -sf 127.0.0.1:$$((9643+n))/readyz >/dev/null && echo "node $$n ready on 127.0.0.1:$$((9091+n))" || echo "node $$n not ready: see data/node$$n/sluiced.log"; \
+	done
+
+cluster-stop:
+	@for n in 1 2 3; do \
+	  if [ -f data/node$$n/sluiced.pid ]; then kill $$(cat data/node$$n/sluiced.pid) 2>/dev/null; fi; \
+	done
+	@for n in 1 2 3; do \
+	  if [ -f data/node$$n/sluiced.pid ]; then \
+	    while kill -0 $$(cat data/node$$n/sluiced.pid) 2>/dev/null; do sleep 0.1; done; rm -f data/node$$n/sluiced.pid; \
+	  fi; \
+	done
 
 test:
 	$(GO) vet ./...
