@@ -70,9 +70,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.DataDir = filepath.Join(cfg.DataDir, "meta")
 	coordCfg.RaftAddress = cfg.RaftListen
 	coordCfg.Bootstrap = true
+	coordCfg.Voters = cfg.ControllerVoters
+	coordCfg.BrokerSessionTimeout, coordCfg.BrokerHeartbeatInterval = cfg.BrokerSessionTimeout, cfg.BrokerHeartbeatInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
-	// A one-voter cluster elects itself at once; short timeouts make startup quick.
-	coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
+	if len(cfg.ControllerVoters) <= 1 {
+		// A one-voter cluster elects itself at once; short timeouts make startup quick.
+		coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		b.replicas.Close()
 		return nil, fmt.Errorf("broker: create data dir: %w", err)
@@ -102,10 +106,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.Close(ctx)
 		return nil, err
 	}
-	if err := b.coordinator.RegisterBroker(ctx, coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port}); err != nil {
+	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port}
+	if err := b.coordinator.RegisterBroker(ctx, registration); err != nil {
 		b.Close(ctx)
 		return nil, fmt.Errorf("broker: register: %w", err)
 	}
+	b.coordinator.StartSession(registration)
 	b.background.Add(1)
 	go b.runRetention()
 	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
@@ -142,6 +148,7 @@ func (b *Broker) SendfileBytes() uint64 { return b.server.SendfileBytes() }
 func (b *Broker) Close(ctx context.Context) error {
 	var errs []error
 	b.closeOnce.Do(func() {
+		b.controlledShutdown(ctx)
 		b.closing.Store(true)
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/group"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -25,8 +26,16 @@ type Config struct {
 	Listen string
 	// Advertise is the host:port given to clients in Metadata; empty means the bound listener address.
 	Advertise string
-	// RaftListen is the address of the metadata Raft transport; port 0 picks one.
+	// RaftListen is the address of the metadata Raft transport; port 0 picks one. With
+	// ControllerVoters it defaults to this node's entry there.
 	RaftListen string
+	// ControllerVoters is the Raft voter set of a cluster (Kafka's controller.quorum.voters);
+	// empty: a one-node cluster of this broker alone.
+	ControllerVoters []coordinator.Voter
+	// BrokerSessionTimeout and BrokerHeartbeatInterval: a broker that has not heartbeaten to the
+	// controller for the timeout is fenced (its partitions led elsewhere).
+	BrokerSessionTimeout    time.Duration
+	BrokerHeartbeatInterval time.Duration
 
 	// AutoCreateTopics creates unknown topics named in Metadata requests that allow it.
 	AutoCreateTopics bool
@@ -62,6 +71,8 @@ func DefaultConfig() Config {
 		DataDir:                  "./data",
 		Listen:                   "127.0.0.1:9092",
 		RaftListen:               "127.0.0.1:0",
+		BrokerSessionTimeout:     1500 * time.Millisecond,
+		BrokerHeartbeatInterval:  200 * time.Millisecond,
 		AutoCreateTopics:         true,
 		DefaultPartitions:        1,
 		DefaultReplicationFactor: 1,
@@ -91,6 +102,9 @@ func (c Config) Validate() error {
 		if _, err := splitAdvertise(c.Advertise); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
+		errs = append(errs, fmt.Errorf("broker heartbeat interval %v must be positive and below the session timeout %v", c.BrokerHeartbeatInterval, c.BrokerSessionTimeout))
 	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("default partitions %d must be at least 1", c.DefaultPartitions))

@@ -29,7 +29,7 @@ const metadataCreateTimeout = 10 * time.Second
 func (b *Broker) handleMetadata(r *request, req *kmsg.MetadataRequest) {
 	meta := b.coordinator.Metadata()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	for _, id := range meta.BrokerIDs() {
+	for _, id := range meta.LiveBrokerIDs() {
 		broker := meta.Brokers[id]
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = broker.NodeID, broker.Host, broker.Port

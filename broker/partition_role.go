@@ -50,4 +50,4 @@ func (r *registry) applyRole(p *partition, pm coordinator.Partition) {
 }
 
 // partitionEpochOf reads the partition epoch (bumped by every leader or ISR change).
-func partitionEpochOf(pm coordinator.Partition) int32 { return 0 }
+func partitionEpochOf(pm coordinator.Partition) int32 { return pm.PartitionEpoch }

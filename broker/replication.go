@@ -31,7 +31,33 @@ func (b *Broker) brokerAddress(nodeID int32) (string, bool) {
 
 // proposeISR sends a leader's ISR change to the controller.
 func (b *Broker) proposeISR(ctx context.Context, topic string, partition, leaderEpoch, partitionEpoch int32, isr []int32) error {
-	return fmt.Errorf("broker: ISR change of %s-%d to %v: the controller does not take ISR changes yet", topic, partition, isr)
+	if _, err := b.coordinator.AlterPartition(ctx, topic, partition, b.config.NodeID, leaderEpoch, partitionEpoch, isr); err != nil {
+		return fmt.Errorf("broker: ISR change of %s-%d to %v: %w", topic, partition, isr, err)
+	}
+	return nil
+}
+
+// controlledShutdownTimeout bounds how long a stopping broker waits for the controller to move
+// its leaderships away.
+const controlledShutdownTimeout = 5 * time.Second
+
+// controlledShutdown asks the controller to move leadership off this broker before it stops, so
+// that clients see retriable errors only. A broker alone in its cluster has nowhere to move to.
+func (b *Broker) controlledShutdown(ctx context.Context) {
+	if b.coordinator == nil || len(b.coordinator.Metadata().Brokers) < 2 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, controlledShutdownTimeout)
+	defer cancel()
+	if err := b.coordinator.ShutdownBroker(ctx, b.config.NodeID); err != nil {
+		b.logger.Warn("controlled shutdown: leadership not moved; followers take over after the session timeout", "err", err)
+		return
+	}
+	// Wait until this node has applied the change, so that its partitions stopped leading.
+	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
+		b.logger.Warn("controlled shutdown", "err", err)
+	}
+	b.logger.Info("controlled shutdown: leadership moved off this broker")
 }
 
 // followerFetched records a follower's fetch of p (its fetch offset and the durable offset it
@@ -60,5 +86,5 @@ func (b *Broker) followerFetched(p *partition, follower int32, rp kmsg.FetchRequ
 
 // liveBrokerIDs are the registered brokers that are not fenced, ascending.
 func liveBrokerIDs(meta *coordinator.Metadata) []int32 {
-	return meta.BrokerIDs()
+	return meta.LiveBrokerIDs()
 }

@@ -13,24 +13,31 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Every change follows the same path: check leadership, validate against
-// the leader's caught-up snapshot (which is all validateOnly does), build a
-// fully decided command (ids and placement included), and propose it. The
-// FSM re-checks what another change could have invalidated in between (a
-// topic created twice, partitions added twice), so concurrent calls are
-// safe.
+// Every change follows the same path: on any node, the public method hands
+// its arguments to callController, which runs the local method on the
+// controller (directly, or forwarded). The local method checks leadership,
+// validates against the controller's caught-up snapshot (which is all
+// validateOnly does), builds a fully decided command (ids and placement
+// included), and proposes it. The FSM re-checks what another change could
+// have invalidated in between (a topic created twice, partitions added
+// twice), so concurrent calls are safe.
 
 // RegisterBroker records or replaces a broker's registration. Re-registering
 // an identical broker changes nothing.
 func (c *Coordinator) RegisterBroker(ctx context.Context, broker Broker) error {
+	_, err := callController(c, ctx, opRegisterBroker, broker, c.registerBroker)
+	return err
+}
+
+func (c *Coordinator) registerBroker(ctx context.Context, broker Broker) (struct{}, error) {
 	if broker.NodeID < 0 || broker.Host == "" || broker.Port < 1 || broker.Port > 65535 {
-		return fmt.Errorf("%w: node %d at %q port %d", ErrInvalidBroker, broker.NodeID, broker.Host, broker.Port)
+		return struct{}{}, fmt.Errorf("%w: node %d at %q port %d", ErrInvalidBroker, broker.NodeID, broker.Host, broker.Port)
 	}
 	if err := c.checkLeader(ctx); err != nil {
-		return err
+		return struct{}{}, err
 	}
 	_, err := c.propose(ctx, &registerBrokerCommand{Broker: broker})
-	return err
+	return struct{}{}, err
 }
 
 // CreateTopic creates a topic with partitions partitions of
@@ -41,6 +48,21 @@ func (c *Coordinator) RegisterBroker(ctx context.Context, broker Broker) error {
 // default") must be resolved by the caller.
 func (c *Coordinator) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16,
 	configs map[string]string, validateOnly bool) (*Topic, error) {
+	return callController(c, ctx, opCreateTopic, createTopicArgs{
+		Name: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs, ValidateOnly: validateOnly,
+	}, c.createTopic)
+}
+
+type createTopicArgs struct {
+	Name              string            `json:"name"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replicationFactor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+	ValidateOnly      bool              `json:"validateOnly,omitempty"`
+}
+
+func (c *Coordinator) createTopic(ctx context.Context, args createTopicArgs) (*Topic, error) {
+	name, partitions, replicationFactor, configs, validateOnly := args.Name, args.Partitions, args.ReplicationFactor, args.Configs, args.ValidateOnly
 	if err := c.checkLeader(ctx); err != nil {
 		return nil, err
 	}
@@ -63,7 +85,7 @@ func (c *Coordinator) CreateTopic(ctx context.Context, name string, partitions i
 	if _, exists := metadata.Topics[name]; exists {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
-	brokerIDs := metadata.BrokerIDs()
+	brokerIDs := metadata.LiveBrokerIDs()
 	if int(replicationFactor) > len(brokerIDs) {
 		return nil, fmt.Errorf("%w: %d is larger than the %d registered brokers",
 			ErrInvalidReplicationFactor, replicationFactor, len(brokerIDs))
@@ -89,31 +111,50 @@ func (c *Coordinator) CreateTopic(ctx context.Context, name string, partitions i
 
 // DeleteTopic deletes a topic. Internal topics cannot be deleted.
 func (c *Coordinator) DeleteTopic(ctx context.Context, name string) error {
+	_, err := callController(c, ctx, opDeleteTopic, name, c.deleteTopic)
+	return err
+}
+
+func (c *Coordinator) deleteTopic(ctx context.Context, name string) (struct{}, error) {
 	topic, err := c.userTopic(ctx, name)
 	if err != nil {
-		return err
+		return struct{}{}, err
 	}
 	_, err = c.propose(ctx, &deleteTopicAndOffsetsCommand{deleteTopicCommand{topicReference{Name: name, ID: topic.ID}}})
-	return err
+	return struct{}{}, err
 }
 
 // CreatePartitions grows a topic to totalCount partitions, placing the new
 // ones so that leaders continue the topic's round-robin. Shrinking or
 // keeping the count is ErrInvalidPartitions.
 func (c *Coordinator) CreatePartitions(ctx context.Context, name string, totalCount int32, validateOnly bool) error {
+	_, err := callController(c, ctx, opCreatePartitions, createPartitionsArgs{
+		Name: name, TotalCount: totalCount, ValidateOnly: validateOnly,
+	}, c.createPartitions)
+	return err
+}
+
+type createPartitionsArgs struct {
+	Name         string `json:"name"`
+	TotalCount   int32  `json:"totalCount"`
+	ValidateOnly bool   `json:"validateOnly,omitempty"`
+}
+
+func (c *Coordinator) createPartitions(ctx context.Context, args createPartitionsArgs) (struct{}, error) {
+	name, totalCount := args.Name, args.TotalCount
 	topic, err := c.userTopic(ctx, name)
 	if err != nil {
-		return err
+		return struct{}{}, err
 	}
 	current := int32(len(topic.Partitions))
 	if totalCount <= current {
-		return fmt.Errorf("%w: topic %q has %d partitions, the new count %d must be larger",
+		return struct{}{}, fmt.Errorf("%w: topic %q has %d partitions, the new count %d must be larger",
 			ErrInvalidPartitions, name, current, totalCount)
 	}
-	brokerIDs := c.Metadata().BrokerIDs()
+	brokerIDs := c.Metadata().LiveBrokerIDs()
 	replicationFactor := topic.ReplicationFactor()
 	if replicationFactor > len(brokerIDs) {
-		return fmt.Errorf("%w: topic %q has %d replicas per partition but %d brokers are registered",
+		return struct{}{}, fmt.Errorf("%w: topic %q has %d replicas per partition but %d brokers are registered",
 			ErrInvalidReplicationFactor, name, replicationFactor, len(brokerIDs))
 	}
 	// Continue the rotation: the start index is the position of partition
@@ -126,16 +167,16 @@ func (c *Coordinator) CreatePartitions(ctx context.Context, name string, totalCo
 	}
 	assignments, err := AssignReplicas(brokerIDs, current, totalCount-current, replicationFactor, start)
 	if err != nil {
-		return err
+		return struct{}{}, err
 	}
-	if validateOnly {
-		return nil
+	if args.ValidateOnly {
+		return struct{}{}, nil
 	}
 	_, err = c.propose(ctx, &createPartitionsCommand{
 		topicReference: topicReference{Name: name, ID: topic.ID},
 		Partitions:     newPartitions(current, assignments),
 	})
-	return err
+	return struct{}{}, err
 }
 
 // AlterTopicConfigs changes a topic's config overrides. With replaceAll
@@ -146,26 +187,42 @@ func (c *Coordinator) CreatePartitions(ctx context.Context, name string, totalCo
 // validateOnly nothing changes.
 func (c *Coordinator) AlterTopicConfigs(ctx context.Context, name string, set map[string]string, remove []string,
 	replaceAll bool, validateOnly bool) error {
+	_, err := callController(c, ctx, opAlterTopicConfigs, alterTopicConfigsArgs{
+		Name: name, Set: set, Remove: remove, ReplaceAll: replaceAll, ValidateOnly: validateOnly,
+	}, c.alterTopicConfigs)
+	return err
+}
+
+type alterTopicConfigsArgs struct {
+	Name         string            `json:"name"`
+	Set          map[string]string `json:"set,omitempty"`
+	Remove       []string          `json:"remove,omitempty"`
+	ReplaceAll   bool              `json:"replaceAll,omitempty"`
+	ValidateOnly bool              `json:"validateOnly,omitempty"`
+}
+
+func (c *Coordinator) alterTopicConfigs(ctx context.Context, args alterTopicConfigsArgs) (struct{}, error) {
+	name, set, remove, replaceAll := args.Name, args.Set, args.Remove, args.ReplaceAll
 	topic, err := c.userTopic(ctx, name)
 	if err != nil {
-		return err
+		return struct{}{}, err
 	}
 	if err := ValidateTopicConfigs(set); err != nil {
-		return err
+		return struct{}{}, err
 	}
 	if replaceAll && len(remove) > 0 {
-		return fmt.Errorf("%w: remove %v together with replace-all", ErrInvalidConfig, remove)
+		return struct{}{}, fmt.Errorf("%w: remove %v together with replace-all", ErrInvalidConfig, remove)
 	}
 	for _, key := range remove {
 		if !IsTopicConfigKey(key) {
-			return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, key)
+			return struct{}{}, fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, key)
 		}
 		if _, alsoSet := set[key]; alsoSet {
-			return fmt.Errorf("%w: key %q is both set and removed", ErrInvalidConfig, key)
+			return struct{}{}, fmt.Errorf("%w: key %q is both set and removed", ErrInvalidConfig, key)
 		}
 	}
-	if validateOnly {
-		return nil
+	if args.ValidateOnly {
+		return struct{}{}, nil
 	}
 	_, err = c.propose(ctx, &alterTopicConfigsCommand{
 		topicReference: topicReference{Name: name, ID: topic.ID},
@@ -173,7 +230,7 @@ func (c *Coordinator) AlterTopicConfigs(ctx context.Context, name string, set ma
 		Remove:         remove,
 		ReplaceAll:     replaceAll,
 	})
-	return err
+	return struct{}{}, err
 }
 
 // userTopic checks leadership and finds a topic users may change.

@@ -33,6 +33,11 @@ const (
 	// Group state of KIP-848 consumer groups and share groups (group_state_commands.go).
 	commandWriteGroupState   commandType = 13
 	commandAlterGroupConfigs commandType = 14
+	// Leadership (leadership_commands.go).
+	commandFenceBroker    commandType = 15
+	commandUnfenceBroker  commandType = 16
+	commandAlterPartition commandType = 17
+	commandElectPreferred commandType = 18
 )
 
 func (t commandType) String() string {
@@ -65,6 +70,14 @@ func (t commandType) String() string {
 		return "write-group-state"
 	case commandAlterGroupConfigs:
 		return "alter-group-configs"
+	case commandFenceBroker:
+		return "fence-broker"
+	case commandUnfenceBroker:
+		return "unfence-broker"
+	case commandAlterPartition:
+		return "alter-partition"
+	case commandElectPreferred:
+		return "elect-preferred"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -97,6 +110,8 @@ type command interface {
 // future.
 type applyResult struct {
 	topic       *Topic
+	partition   Partition
+	elections   map[TopicPartition]error
 	producerIDs ProducerIDBlock
 	err         error
 }
@@ -155,6 +170,14 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &writeGroupStateCommand{}
 	case commandAlterGroupConfigs:
 		c = &alterGroupConfigsCommand{}
+	case commandFenceBroker:
+		c = &fenceBrokerCommand{}
+	case commandUnfenceBroker:
+		c = &unfenceBrokerCommand{}
+	case commandAlterPartition:
+		c = &alterPartitionCommand{}
+	case commandElectPreferred:
+		c = &electPreferredCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}
@@ -196,10 +219,14 @@ type registerBrokerCommand struct {
 func (*registerBrokerCommand) kind() commandType { return commandRegisterBroker }
 
 func (c *registerBrokerCommand) apply(state *Metadata) (*Metadata, applyResult) {
-	if existing, found := state.Brokers[c.Broker.NodeID]; found && existing == c.Broker {
+	broker := c.Broker
+	existing, found := state.Brokers[broker.NodeID]
+	// A re-registration keeps the fence: only unfence-broker lifts it, electing leaders too.
+	broker.Fenced = found && existing.Fenced
+	if found && existing == broker {
 		return nil, applyResult{}
 	}
-	return state.withBroker(c.Broker), applyResult{}
+	return state.withBroker(broker), applyResult{}
 }
 
 // createTopicCommand creates a fully placed topic.

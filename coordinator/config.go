@@ -30,8 +30,24 @@ type Config struct {
 	RaftAdvertiseAddress string
 
 	// Bootstrap makes a node with no Raft state on disk bootstrap a cluster
-	// in which it is the only voter. A node with existing state ignores it.
+	// in which it is the only voter. A node with existing state ignores it,
+	// and so does every node when Voters is set.
 	Bootstrap bool
+
+	// Voters is the Raft voter set (Kafka's controller.quorum.voters). Empty
+	// means a one-voter cluster of this node alone (see Bootstrap). When it
+	// is set, a listed node with no state bootstraps the cluster with exactly
+	// this voter set (every voter bootstraps the same configuration), and
+	// its entry's RaftAddress is the address it advertises; a node not
+	// listed joins as a non-voter by asking the controller (reached through
+	// the voters) to add it. Invariant: node ids are distinct and every
+	// address is host:port with a port in 1..65535.
+	Voters []Voter
+
+	// Listener, when not nil, is the socket the Raft port serves on instead
+	// of a new one bound to RaftAddress (tests bind their ports before
+	// choosing the voter set). The Coordinator closes it.
+	Listener net.Listener
 
 	// Logger receives Raft's and the Coordinator's log lines. Nil discards
 	// them.
@@ -66,6 +82,15 @@ type Config struct {
 	// Invariants: OffsetCommitLinger >= 0, OffsetCommitBatch >= 1.
 	OffsetCommitLinger time.Duration
 	OffsetCommitBatch  int
+
+	// Broker sessions (sessions.go): a broker heartbeats every BrokerHeartbeatInterval; the
+	// controller fences one it has not heard from for BrokerSessionTimeout. Every
+	// LeaderRebalanceInterval (0: never) the controller moves leadership back to preferred
+	// replicas that are live and in sync. Invariant: 0 < BrokerHeartbeatInterval <
+	// BrokerSessionTimeout.
+	BrokerHeartbeatInterval time.Duration
+	BrokerSessionTimeout    time.Duration
+	LeaderRebalanceInterval time.Duration
 }
 
 // DefaultConfig returns production defaults. NodeID is 0 and DataDir is
@@ -76,9 +101,9 @@ func DefaultConfig() Config {
 		RaftAddress:        "127.0.0.1:9093",
 		Bootstrap:          true,
 		ApplyTimeout:       10 * time.Second,
-		HeartbeatTimeout:   1000 * time.Millisecond,
-		ElectionTimeout:    1000 * time.Millisecond,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		SnapshotInterval:   120 * time.Second,
 		SnapshotThreshold:  8192,
@@ -86,6 +111,10 @@ func DefaultConfig() Config {
 		SnapshotsRetained:  2,
 		OffsetCommitLinger: time.Millisecond,
 		OffsetCommitBatch:  4096,
+
+		BrokerHeartbeatInterval: 200 * time.Millisecond,
+		BrokerSessionTimeout:    1500 * time.Millisecond,
+		LeaderRebalanceInterval: 30 * time.Second,
 	}
 }
 
@@ -97,16 +126,29 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("coordinator: config: DataDir is empty")
 	}
-	if _, _, err := net.SplitHostPort(c.RaftAddress); err != nil {
-		return fmt.Errorf("coordinator: config: RaftAddress %q: %w", c.RaftAddress, err)
+	if c.Listener == nil {
+		if _, _, err := net.SplitHostPort(c.RaftAddress); err != nil {
+			return fmt.Errorf("coordinator: config: RaftAddress %q: %w", c.RaftAddress, err)
+		}
 	}
 	if c.RaftAdvertiseAddress != "" {
 		if _, err := net.ResolveTCPAddr("tcp", c.RaftAdvertiseAddress); err != nil {
 			return fmt.Errorf("coordinator: config: RaftAdvertiseAddress %q: %w", c.RaftAdvertiseAddress, err)
 		}
 	}
+	if err := validateVoters(c.Voters); err != nil {
+		return err
+	}
+	if own, isVoter := c.ownVoter(); isVoter && c.RaftAdvertiseAddress != "" && c.RaftAdvertiseAddress != own.RaftAddress {
+		return fmt.Errorf("coordinator: config: RaftAdvertiseAddress %q differs from node %d's voter address %q",
+			c.RaftAdvertiseAddress, c.NodeID, own.RaftAddress)
+	}
 	if c.ApplyTimeout <= 0 {
 		return fmt.Errorf("coordinator: config: ApplyTimeout %s must be positive", c.ApplyTimeout)
+	}
+	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval || c.LeaderRebalanceInterval < 0 {
+		return fmt.Errorf("coordinator: config: heartbeat interval %v must be positive and below the session timeout %v, rebalance interval %v not negative",
+			c.BrokerHeartbeatInterval, c.BrokerSessionTimeout, c.LeaderRebalanceInterval)
 	}
 	if c.SnapshotThreshold == 0 {
 		return fmt.Errorf("coordinator: config: SnapshotThreshold must be positive")

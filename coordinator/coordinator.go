@@ -24,7 +24,14 @@ type Coordinator struct {
 	fsm       *fsm
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
+	stream    *streamLayer // the Raft port: Raft's connections and forwarded calls
+	forwarder *forwardClient
 	store     *raftboltdb.BoltStore
+	// served counts forwarded calls served by this node, per operation.
+	served struct {
+		sync.Mutex
+		counts map[operation]int64
+	}
 
 	// leadershipChanges receives this node's own leadership changes from
 	// raft (Config.NotifyCh, capacity 1, latest value wins); observations
@@ -35,12 +42,19 @@ type Coordinator struct {
 	observer          *raft.Observer
 
 	stop           chan struct{} // closed by Close
-	leadershipDone chan struct{} // closed when the leadership goroutine exits
+	closing        context.Context
+	cancelClosing  context.CancelFunc // called by Close, with stop
+	leadershipDone chan struct{}      // closed when the leadership goroutine exits
 
 	// offsetCommits queues CommitOffsets calls for the batcher goroutine (offset_batcher.go),
 	// which closes offsetBatcherDone when it exits.
 	offsetCommits     chan pendingCommit
 	offsetBatcherDone chan struct{}
+	// liveness is the controller's view of broker sessions and the goroutine checking them;
+	// session is this node's own heartbeat loop (sessions.go).
+	liveness     liveness
+	livenessDone chan struct{}
+	session      session
 	// offsetQueue.closed is set by the batcher as it exits; senders hold the read lock while
 	// sending, so nothing enters the queue after the batcher drained it.
 	offsetQueue struct {
@@ -51,15 +65,20 @@ type Coordinator struct {
 	closeErr  error
 }
 
-// Open opens (or, with cfg.Bootstrap and an empty DataDir, creates) this
-// node's Raft state and starts Raft.
+// Open opens (or, with cfg.Bootstrap or cfg.Voters and an empty DataDir,
+// creates) this node's Raft state and starts Raft. A node not in cfg.Voters
+// first asks the controller to add it as a non-voter.
 //
-// When this node is a voter in a known configuration (it bootstrapped now
-// or earlier, or has replicated state), Open waits until the cluster has a
-// caught-up controller, which for a single node means it is itself the
-// controller and the cluster id exists. If ctx ends first, Open closes
-// everything and returns an error wrapping ErrTimeout. A node with no state
-// and Bootstrap false returns at once; use WaitLeader.
+// When this node belongs to a known configuration (it bootstrapped now or
+// earlier, has replicated state, or cfg.Voters is set), Open waits until the
+// cluster has a caught-up controller and a cluster id, and until this node
+// has applied everything the controller had applied when asked; for a
+// single node that means it is itself the controller. It then compares the
+// cluster id with the one recorded in DataDir/cluster-id (ErrClusterMismatch
+// if they differ) and records it on the first start. If ctx ends first,
+// Open closes everything and returns an error wrapping ErrTimeout. A node
+// with no state, no Voters and Bootstrap false returns at once; use
+// WaitLeader.
 func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -72,6 +91,15 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	raftLog := newRaftLogger(logger)
+	if cfg.Listener != nil {
+		// Close it on every failure below; once the stream layer owns it,
+		// closing the layer closes it again, which is harmless.
+		defer func() {
+			if err != nil {
+				cfg.Listener.Close()
+			}
+		}()
+	}
 	c := &Coordinator{
 		config:            cfg,
 		logger:            logger,
@@ -82,7 +110,11 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		leadershipDone:    make(chan struct{}),
 		offsetCommits:     make(chan pendingCommit, offsetCommitQueueLength),
 		offsetBatcherDone: make(chan struct{}),
+		livenessDone:      make(chan struct{}),
 	}
+	c.closing, c.cancelClosing = context.WithCancel(context.Background())
+	c.forwarder = newForwardClient(forwardDialTimeout)
+	c.served.counts = map[operation]int64{}
 	c.fsm = newFSM(c.view.setState, logger)
 
 	// Undo what was opened if a later step fails.
@@ -118,15 +150,32 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	}
 
 	var advertise net.Addr
-	if cfg.RaftAdvertiseAddress != "" {
-		if advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertiseAddress); err != nil {
+	advertiseAddress := cfg.RaftAdvertiseAddress
+	if own, isVoter := cfg.ownVoter(); isVoter {
+		advertiseAddress = own.RaftAddress
+	}
+	if advertiseAddress != "" {
+		if advertise, err = net.ResolveTCPAddr("tcp", advertiseAddress); err != nil {
 			return nil, fmt.Errorf("coordinator: resolve raft advertise address: %w", err)
 		}
 	}
-	c.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddress, advertise, 3, 10*time.Second, raftLog)
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: raft transport on %s: %w", cfg.RaftAddress, err)
+	listener := cfg.Listener
+	if listener == nil {
+		if listener, err = net.Listen("tcp", cfg.RaftAddress); err != nil {
+			return nil, fmt.Errorf("coordinator: raft transport on %s: %w", cfg.RaftAddress, err)
+		}
 	}
+	if c.stream, err = newStreamLayer(listener, advertise, c.serveForwarding); err != nil {
+		listener.Close()
+		return nil, err
+	}
+	cleanups = append(cleanups, func() { c.stream.Close() })
+	c.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  c.stream,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  raftLog,
+	})
 	cleanups = append(cleanups, func() { c.transport.Close() })
 
 	raftConfig := cfg.raftConfig(c.leadershipChanges)
@@ -135,7 +184,15 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: inspect raft state: %w", err)
 	}
-	if !hasState && cfg.Bootstrap {
+	_, isVoter := cfg.ownVoter()
+	switch {
+	case hasState:
+	case isVoter:
+		if err := raft.BootstrapCluster(raftConfig, logStore, c.store, snapshots, c.transport, votersConfiguration(cfg.Voters)); err != nil {
+			return nil, fmt.Errorf("coordinator: bootstrap: %w", err)
+		}
+		logger.Info("coordinator: bootstrapped the voter set", "node", cfg.NodeID, "voters", cfg.Voters)
+	case len(cfg.Voters) == 0 && cfg.Bootstrap:
 		configuration := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter,
 			ID:       raftConfig.LocalID,
@@ -158,15 +215,33 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	c.raft.RegisterObserver(c.observer)
 	go c.runLeadership()
 	go c.runOffsetBatcher()
+	go c.runLiveness()
 	// From here on Close undoes everything.
 	cleanups = nil
 
-	if hasState || cfg.Bootstrap {
-		if err := c.WaitLeader(ctx); err != nil {
+	if hasState || cfg.Bootstrap || len(cfg.Voters) > 0 {
+		if err := c.start(ctx); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
 	return c, nil
+}
+
+// start joins (a non-voter), waits for a caught-up controller, catches up
+// with it and checks the cluster id.
+func (c *Coordinator) start(ctx context.Context) error {
+	if c.config.isNonVoter() {
+		if err := c.join(ctx); err != nil {
+			return err
+		}
+	}
+	if err := c.WaitLeader(ctx); err != nil {
+		return err
+	}
+	if err := c.catchUp(ctx); err != nil {
+		return err
+	}
+	return c.checkClusterID()
 }
 
 // WaitLeader blocks until the cluster has a controller that has caught up
@@ -191,15 +266,20 @@ func (c *Coordinator) Close() error {
 		var errs []error
 		c.raft.DeregisterObserver(c.observer)
 		close(c.stop)
+		c.cancelClosing()
 		if err := c.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, fmt.Errorf("coordinator: shut down raft: %w", err))
 		}
 		<-c.leadershipDone
 		<-c.offsetBatcherDone
+		<-c.livenessDone
+		c.stopSession()
 		c.view.cancelAll()
 		if err := c.transport.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("coordinator: close raft transport: %w", err))
 		}
+		c.stream.Close() // closed by the transport already; this waits for its goroutines
+		c.forwarder.close()
 		if err := c.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("coordinator: close raft log: %w", err))
 		}

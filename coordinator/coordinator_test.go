@@ -470,13 +470,18 @@ func TestNotLeader(t *testing.T) {
 	if c.IsLeader() {
 		t.Fatal("a node with no configuration claims leadership")
 	}
-	_, err := c.CreateTopic(testContext(t), "t", 1, 1, nil, false)
+	// Changes wait for a controller within ctx, then report both classes.
+	shortContext := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	_, err := c.CreateTopic(shortContext(), "t", 1, 1, nil, false)
 	wantError(t, err, ErrNotLeader)
-	wantError(t, c.RegisterBroker(testContext(t), Broker{NodeID: 1, Host: "h", Port: 1}), ErrNotLeader)
-	wantError(t, c.DeleteTopic(testContext(t), "t"), ErrNotLeader)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	wantError(t, c.WaitLeader(ctx), ErrTimeout)
+	wantError(t, err, ErrTimeout)
+	wantError(t, c.RegisterBroker(shortContext(), Broker{NodeID: 1, Host: "h", Port: 1}), ErrNotLeader)
+	wantError(t, c.DeleteTopic(shortContext(), "t"), ErrNotLeader)
+	wantError(t, c.WaitLeader(shortContext()), ErrTimeout)
 }
 
 func TestClosed(t *testing.T) {

@@ -36,6 +36,21 @@ var (
 	// ErrCorruptLog: Open found the Raft log file (raft.db) damaged, for
 	// example cut short; opening it would crash the process (SIGBUS).
 	ErrCorruptLog = errors.New("coordinator: raft log file is damaged")
+	// ErrStalePartitionEpoch: FENCED_LEADER_EPOCH (74), retriable. An ISR
+	// change named a leader, leader epoch or partition epoch that is no
+	// longer current; the leader re-reads the metadata and tries again.
+	ErrStalePartitionEpoch = errors.New("coordinator: stale partition epoch")
+	// ErrInvalidISR: INVALID_REQUEST (42). An ISR change without the leader,
+	// with a non-replica, a duplicate, or a fenced broker joining.
+	ErrInvalidISR = errors.New("coordinator: invalid ISR")
+	// ErrPreferredLeaderNotAvailable: PREFERRED_LEADER_NOT_AVAILABLE (80).
+	ErrPreferredLeaderNotAvailable = errors.New("coordinator: preferred leader not available")
+	// ErrElectionNotNeeded: ELECTION_NOT_NEEDED (84).
+	ErrElectionNotNeeded = errors.New("coordinator: election not needed")
 	// ErrClosed: the Coordinator was closed.
 	ErrClosed = errors.New("coordinator: closed")
+	// ErrClusterMismatch: this node's data dir belongs to another cluster
+	// (its cluster-id file names another id than the replicated state or
+	// the controller). Open refuses to start.
+	ErrClusterMismatch = errors.New("coordinator: data dir belongs to another cluster")
 )

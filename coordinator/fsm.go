@@ -1,11 +1,13 @@
 package coordinator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -30,9 +32,55 @@ type fsm struct {
 	// groupState is the KIP-848 and share groups' durable state (group_state.go); written only by
 	// the Raft FSM goroutine, read by anyone.
 	groupState atomic.Pointer[GroupState]
+	// applied is the Raft index of the last entry applied (or of the
+	// snapshot restored); written only by the Raft FSM goroutine.
+	// Invariant: it never decreases on a running node except through
+	// Restore.
+	applied atomic.Uint64
+	// appliedChanged is closed when applied grows, if someone waits.
+	appliedChanged struct {
+		sync.Mutex
+		ch chan struct{} // nil while no one waits
+	}
 	// publish hands every new state to the view. It must not block.
 	publish func(*Metadata)
 	logger  *slog.Logger
+}
+
+func (f *fsm) appliedIndex() uint64 { return f.applied.Load() }
+
+func (f *fsm) setApplied(index uint64) {
+	f.applied.Store(index)
+	f.appliedChanged.Lock()
+	if f.appliedChanged.ch != nil {
+		close(f.appliedChanged.ch)
+		f.appliedChanged.ch = nil
+	}
+	f.appliedChanged.Unlock()
+}
+
+// waitApplied blocks until applied >= index, ctx ends or stop closes
+// (ErrClosed).
+func (f *fsm) waitApplied(ctx context.Context, stop <-chan struct{}, index uint64) error {
+	for {
+		f.appliedChanged.Lock()
+		if f.applied.Load() >= index {
+			f.appliedChanged.Unlock()
+			return nil
+		}
+		if f.appliedChanged.ch == nil {
+			f.appliedChanged.ch = make(chan struct{})
+		}
+		changed := f.appliedChanged.ch
+		f.appliedChanged.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop:
+			return ErrClosed
+		}
+	}
 }
 
 func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
@@ -49,6 +97,7 @@ func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
 // Apply applies one committed command entry and returns an applyResult to
 // the proposer's future.
 func (f *fsm) Apply(entry *raft.Log) any {
+	defer f.setApplied(entry.Index)
 	c, err := decodeCommand(entry.Data)
 	if errors.Is(err, errUnknownCommand) {
 		// Invariant: every node understands every committed command. A
@@ -96,9 +145,10 @@ func (f *fsm) Apply(entry *raft.Log) any {
 }
 
 // snapshotFormat is the version of the snapshot layout below. Format 2 added Offsets and
-// OffsetsIndex, format 3 NextProducerID, format 4 GroupState; formats 1 (no offsets), 2 (no
-// producer ids: none had been reserved) and 3 (no group state) are still read.
-const snapshotFormat = 4
+// OffsetsIndex, format 3 NextProducerID, format 4 GroupState, format 5 AppliedIndex and the
+// brokers' Fenced and the partitions' PartitionEpoch fields (which older versions would silently
+// drop); formats 1 (no offsets), 2 (no producer ids: none had been reserved), 3 and 4 are still read.
+const snapshotFormat = 5
 
 // snapshotFile is the JSON document a snapshot holds. Brokers and topics are
 // sorted so equal states produce equal bytes.
@@ -115,13 +165,16 @@ type snapshotFile struct {
 	NextProducerID int64 `json:"nextProducerID,omitempty"`
 	// GroupState holds KIP-848 and share groups' durable state.
 	GroupState *groupStateFile `json:"groupState,omitempty"`
+	// AppliedIndex is the Raft index of the last entry the snapshot includes. Older formats lack
+	// it; Restore then takes the larger of Version and OffsetsIndex.
+	AppliedIndex uint64 `json:"appliedIndex,omitempty"`
 }
 
 // Snapshot captures the current state. States are immutable, so capturing
 // is taking the pointer.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load(), nextProducerID: f.nextProducerID.Load(),
-		groupState: f.groupState.Load()}, nil
+		groupState: f.groupState.Load(), applied: f.applied.Load()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -160,6 +213,7 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	f.offsets.Store(offsets)
 	f.nextProducerID.Store(file.NextProducerID)
 	f.publish(state)
+	f.setApplied(max(file.AppliedIndex, file.Version, file.OffsetsIndex))
 	return nil
 }
 
@@ -168,6 +222,7 @@ type fsmSnapshot struct {
 	offsets        *Offsets
 	nextProducerID int64
 	groupState     *GroupState
+	applied        uint64
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -181,6 +236,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		Offsets:      s.offsets.sortedCommits(),
 
 		NextProducerID: s.nextProducerID,
+		AppliedIndex:   s.applied,
 	}
 	if s.groupState.Index > 0 {
 		groupState := s.groupState.file()

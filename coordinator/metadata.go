@@ -11,16 +11,23 @@ type Broker struct {
 	Host   string `json:"host"`
 	Port   int32  `json:"port"`
 	Rack   string `json:"rack,omitempty"`
+	// Fenced brokers missed their session (or shut down): they lead nothing and are in no ISR
+	// that has another member, and Metadata answers leave them out.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // Partition is one partition's placement.
 type Partition struct {
 	Index int32 `json:"index"`
-	// Leader is the broker serving the partition. Invariant: Leader is in
-	// ISR and ISR is a subset of Replicas.
+	// Leader is the broker serving the partition, or -1 while none of the
+	// ISR is live (offline). Invariant: Leader is -1 or in ISR, and ISR is a
+	// non-empty subset of Replicas.
 	Leader int32 `json:"leader"`
 	// LeaderEpoch starts at 0 and grows by one with every leader change.
 	LeaderEpoch int32 `json:"leaderEpoch"`
+	// PartitionEpoch grows by one with every change of leader or ISR; a leader's ISR change
+	// names the one it was based on. Invariant: it never decreases.
+	PartitionEpoch int32 `json:"partitionEpoch,omitempty"`
 	// Replicas lists the brokers holding a copy, preferred leader first.
 	Replicas []int32 `json:"replicas"`
 	// ISR is the in-sync replica set; it equals Replicas at creation.
@@ -72,6 +79,17 @@ type Metadata struct {
 // BrokerIDs returns the registered broker ids in ascending order.
 func (m *Metadata) BrokerIDs() []int32 {
 	return slices.Sorted(maps.Keys(m.Brokers))
+}
+
+// LiveBrokerIDs returns the registered brokers that are not fenced, ascending.
+func (m *Metadata) LiveBrokerIDs() []int32 {
+	var ids []int32
+	for _, id := range m.BrokerIDs() {
+		if !m.Brokers[id].Fenced {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // TopicNames returns the topic names in ascending order.

@@ -36,15 +36,20 @@ func (b ProducerIDBlock) End() int64 { return b.First + b.Count }
 func (c *Coordinator) NextProducerID() int64 { return c.fsm.nextProducerID.Load() }
 
 // AllocateProducerIDs reserves count (1..MaxProducerIDBlock) consecutive producer ids for broker
-// through Raft. Only the controller allocates; other nodes get ErrNotLeader.
+// through Raft. The controller allocates; other nodes forward the call.
 func (c *Coordinator) AllocateProducerIDs(ctx context.Context, broker int32, count int64) (ProducerIDBlock, error) {
-	if count < 1 || count > MaxProducerIDBlock {
-		return ProducerIDBlock{}, fmt.Errorf("%w: producer id block of %d, want 1..%d", errMalformedCommand, count, MaxProducerIDBlock)
+	return callController(c, ctx, opAllocateProducerIDs, allocateProducerIDsCommand{Broker: broker, Count: count},
+		c.allocateProducerIDs)
+}
+
+func (c *Coordinator) allocateProducerIDs(ctx context.Context, args allocateProducerIDsCommand) (ProducerIDBlock, error) {
+	if args.Count < 1 || args.Count > MaxProducerIDBlock {
+		return ProducerIDBlock{}, fmt.Errorf("%w: producer id block of %d, want 1..%d", errMalformedCommand, args.Count, MaxProducerIDBlock)
 	}
 	if err := c.checkLeader(ctx); err != nil {
 		return ProducerIDBlock{}, err
 	}
-	result, err := c.propose(ctx, &allocateProducerIDsCommand{Broker: broker, Count: count})
+	result, err := c.propose(ctx, &args)
 	if err != nil {
 		return ProducerIDBlock{}, err
 	}

@@ -22,6 +22,9 @@ const (
 	ConfigFlushMs              = "flush.ms"
 	ConfigMessageTimestampType = "message.timestamp.type"
 	ConfigCompressionType      = "compression.type"
+	// ConfigUncleanLeaderElection lets a replica outside the ISR lead when no ISR member is live
+	// (acknowledged records may be lost); false by default.
+	ConfigUncleanLeaderElection = "unclean.leader.election.enable"
 )
 
 // TopicConfigDefaults returns a fresh map of every served topic config key
@@ -29,23 +32,24 @@ const (
 // flags before answering DescribeConfigs; the map is the caller's to change.
 func TopicConfigDefaults() map[string]string {
 	return map[string]string{
-		ConfigRetentionMs:          "604800000", // 7 days
-		ConfigRetentionBytes:       "-1",
-		ConfigSegmentBytes:         "1073741824", // 1 GiB
-		ConfigSegmentMs:            "604800000",
-		ConfigMaxMessageBytes:      "1048588",
-		ConfigCleanupPolicy:        "delete",
-		ConfigMinInsyncReplicas:    "1",
-		ConfigFlushMessages:        "9223372036854775807",
-		ConfigFlushMs:              "9223372036854775807",
-		ConfigMessageTimestampType: "CreateTime",
-		ConfigCompressionType:      "producer",
+		ConfigRetentionMs:           "604800000", // 7 days
+		ConfigRetentionBytes:        "-1",
+		ConfigSegmentBytes:          "1073741824", // 1 GiB
+		ConfigSegmentMs:             "604800000",
+		ConfigMaxMessageBytes:       "1048588",
+		ConfigCleanupPolicy:         "delete",
+		ConfigMinInsyncReplicas:     "1",
+		ConfigFlushMessages:         "9223372036854775807",
+		ConfigFlushMs:               "9223372036854775807",
+		ConfigMessageTimestampType:  "CreateTime",
+		ConfigCompressionType:       "producer",
+		ConfigUncleanLeaderElection: "false",
 	}
 }
 
 // TopicConfigKeys returns the served topic config keys in sorted order.
 func TopicConfigKeys() []string {
-	keys := make([]string, 0, 11)
+	keys := make([]string, 0, 12)
 	for key := range TopicConfigDefaults() {
 		keys = append(keys, key)
 	}
@@ -100,6 +104,8 @@ func ValidateTopicConfig(key, value string) error {
 		return validateOneOf(key, value, "CreateTime", "LogAppendTime")
 	case ConfigCompressionType:
 		return validateOneOf(key, value, "producer", "uncompressed", "zstd", "gzip", "snappy", "lz4")
+	case ConfigUncleanLeaderElection:
+		return validateOneOf(key, value, "true", "false")
 	default:
 		return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, key)
 	}

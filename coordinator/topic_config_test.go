@@ -75,7 +75,7 @@ func TestTopicConfigDefaultsAreValid(t *testing.T) {
 		t.Fatalf("a default is invalid: %v", err)
 	}
 	keys := TopicConfigKeys()
-	if len(keys) != len(defaults) || len(keys) != 11 {
+	if len(keys) != len(defaults) || len(keys) != 12 {
 		t.Fatalf("keys %v, defaults %v", keys, defaults)
 	}
 	for _, key := range keys {

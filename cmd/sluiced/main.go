@@ -23,6 +23,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
@@ -39,6 +40,7 @@ func main() {
 
 type options struct {
 	broker     broker.Config
+	voters     string
 	http       string
 	logLevel   string
 	logFormat  string
@@ -75,6 +77,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs")
 	fs.StringVar(&opts.flush, "flush", cfg.Log.Flush.String(), "flush policy: os (kernel writeback; acks=all still fsyncs), append (group commit after appends) or interval")
 	fs.DurationVar(&b.Log.FlushInterval, "flush-interval", cfg.Log.FlushInterval, "fsync period for --flush=interval")
+	fs.StringVar(&opts.voters, "controller-voters", "", "the cluster's Raft voters as id@host:port,... (Kafka's controller.quorum.voters); empty: a one-node cluster")
+	fs.DurationVar(&b.BrokerSessionTimeout, "broker-session-timeout", cfg.BrokerSessionTimeout, "a broker silent this long to the controller is fenced and its partitions led elsewhere")
+	fs.DurationVar(&b.BrokerHeartbeatInterval, "broker-heartbeat-interval", cfg.BrokerHeartbeatInterval, "how often a broker heartbeats to the controller")
 	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
 	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
@@ -129,6 +134,19 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	b.Log.Flush = policy
 	if b.Replication.AckMode, err = replication.ParseAckMode(opts.replicaAck); err != nil {
 		return opts, fmt.Errorf("--replica-ack: %w", err)
+	}
+	if b.ControllerVoters, err = coordinator.ParseVoters(opts.voters); err != nil {
+		return opts, fmt.Errorf("--controller-voters: %w", err)
+	}
+	raftListenSet := false
+	fs.Visit(func(f *flag.Flag) { raftListenSet = raftListenSet || f.Name == "raft-listen" })
+	if _, set := os.LookupEnv("SLUICE_RAFT_LISTEN"); set {
+		raftListenSet = true
+	}
+	for _, voter := range b.ControllerVoters {
+		if voter.NodeID == b.NodeID && !raftListenSet {
+			b.RaftListen = voter.RaftAddress // the voter's own entry says where it listens
+		}
 	}
 	if err := b.Validate(); err != nil {
 		return opts, err

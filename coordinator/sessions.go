@@ -1,0 +1,171 @@
+package coordinator
+
+// Broker sessions. Every broker heartbeats to the controller (a forwarded call, or a local one on
+// the controller). The controller remembers when it last heard from each broker, in memory only:
+// a new controller grants every broker a fresh session. A broker silent for
+// Config.BrokerSessionTimeout is fenced (fence-broker); a fenced broker that heartbeats again is
+// unfenced (unfence-broker). The controller never fences itself: it is plainly running, and a
+// one-node cluster must not take its only broker offline over a slow heartbeat.
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// liveness is the controller's record of heartbeats.
+type liveness struct {
+	mu sync.Mutex
+	// lastSeen is nil while this node is not the controller.
+	lastSeen map[int32]time.Time
+}
+
+// session is this node's heartbeat loop.
+type session struct {
+	mu      sync.Mutex
+	stop    chan struct{} // nil while no session runs
+	done    chan struct{}
+	stopped bool // set by stopSession: no session starts again
+}
+
+// StartSession starts heartbeating for broker (registered with RegisterBroker) until Close or
+// ShutdownBroker. Calling it again while a session runs does nothing.
+func (c *Coordinator) StartSession(broker Broker) {
+	c.session.mu.Lock()
+	defer c.session.mu.Unlock()
+	if c.session.stop != nil || c.session.stopped {
+		return
+	}
+	c.session.stop, c.session.done = make(chan struct{}), make(chan struct{})
+	go c.runSession(broker.NodeID, c.session.stop, c.session.done)
+}
+
+// stopSession stops the heartbeat loop and waits for it.
+func (c *Coordinator) stopSession() {
+	c.session.mu.Lock()
+	stop, done := c.session.stop, c.session.done
+	c.session.stop, c.session.stopped = nil, true
+	c.session.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+func (c *Coordinator) runSession(nodeID int32, stop, done chan struct{}) {
+	defer close(done)
+	ticker := time.NewTicker(c.config.BrokerHeartbeatInterval)
+	defer ticker.Stop()
+	var lastWarning time.Time
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), c.config.BrokerSessionTimeout)
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		_, err := callController(c, ctx, opHeartbeat, nodeID, c.heartbeat)
+		cancel()
+		if err != nil && time.Since(lastWarning) > 5*time.Second {
+			lastWarning = time.Now()
+			c.logger.Warn("coordinator: heartbeat to the controller failed", "node", nodeID, "error", err)
+		}
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// heartbeat runs on the controller: it renews nodeID's session and unfences it if it was fenced.
+func (c *Coordinator) heartbeat(ctx context.Context, nodeID int32) (struct{}, error) {
+	if err := c.checkLeader(ctx); err != nil {
+		return struct{}{}, err
+	}
+	broker, registered := c.Metadata().Brokers[nodeID]
+	if !registered {
+		return struct{}{}, ErrInvalidBroker
+	}
+	c.liveness.mu.Lock()
+	if c.liveness.lastSeen != nil {
+		c.liveness.lastSeen[nodeID] = time.Now()
+	}
+	c.liveness.mu.Unlock()
+	if broker.Fenced {
+		c.logger.Info("coordinator: unfencing a broker that is back", "node", nodeID)
+		if _, err := c.propose(ctx, &unfenceBrokerCommand{NodeID: nodeID}); err != nil {
+			return struct{}{}, err
+		}
+	}
+	return struct{}{}, nil
+}
+
+// runLiveness fences brokers whose session expired, and rebalances leadership to preferred
+// replicas, while this node is the controller.
+func (c *Coordinator) runLiveness() {
+	defer close(c.livenessDone)
+	ticker := time.NewTicker(c.config.BrokerHeartbeatInterval)
+	defer ticker.Stop()
+	lastRebalance := time.Now()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-ticker.C:
+		}
+		if !c.IsLeader() {
+			c.liveness.mu.Lock()
+			c.liveness.lastSeen = nil
+			c.liveness.mu.Unlock()
+			continue
+		}
+		now := time.Now()
+		metadata := c.Metadata()
+		var expired []int32
+		c.liveness.mu.Lock()
+		if c.liveness.lastSeen == nil {
+			c.liveness.lastSeen = map[int32]time.Time{} // a fresh session for everyone
+		}
+		for _, id := range metadata.BrokerIDs() {
+			seen, ok := c.liveness.lastSeen[id]
+			if !ok {
+				c.liveness.lastSeen[id] = now
+				continue
+			}
+			if id != c.config.NodeID && !metadata.Brokers[id].Fenced && now.Sub(seen) > c.config.BrokerSessionTimeout {
+				expired = append(expired, id)
+			}
+		}
+		c.liveness.mu.Unlock()
+		for _, id := range expired {
+			c.logger.Warn("coordinator: fencing a broker that missed its session", "node", id, "timeout", c.config.BrokerSessionTimeout)
+			if err := c.proposeAsLeader(&fenceBrokerCommand{NodeID: id}); err != nil {
+				c.logger.Warn("coordinator: fence broker", "node", id, "error", err)
+			}
+		}
+		if interval := c.config.LeaderRebalanceInterval; interval > 0 && now.Sub(lastRebalance) >= interval {
+			lastRebalance = now
+			if preferredElectionNeeded(c.Metadata()) {
+				if err := c.proposeAsLeader(&electPreferredCommand{}); err != nil {
+					c.logger.Warn("coordinator: preferred leader rebalance", "error", err)
+				}
+			}
+		}
+	}
+}
+
+// preferredElectionNeeded reports whether some partition's preferred replica could lead and does not.
+func preferredElectionNeeded(m *Metadata) bool {
+	live := liveIn(m)
+	for _, t := range m.Topics {
+		for _, p := range t.Partitions {
+			if _, err := preferPreferred(p, live); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
