@@ -56,6 +56,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.groups = newGroupCoordinator(cfg.Groups)
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
+	if logDefaults.Logger == nil {
+		logDefaults.Logger = logger
+	}
 	replicationCfg := cfg.Replication
 	replicationCfg.NodeID = cfg.NodeID
 	var err error

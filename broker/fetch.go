@@ -8,7 +8,8 @@ package broker
 // response carries session id 0 so clients send full fetches; a request naming a session id gets
 // FETCH_SESSION_ID_NOT_FOUND. Per partition: unknown UNKNOWN_TOPIC_OR_PARTITION, offset outside
 // [log start, log end] OFFSET_OUT_OF_RANGE, a stale current_leader_epoch FENCED_LEADER_EPOCH, a newer
-// one UNKNOWN_LEADER_EPOCH.
+// one UNKNOWN_LEADER_EPOCH, an offset in data the log found damaged CORRUPT_MESSAGE (the batches before
+// the damage are served; the log itself logs the damage), any other read failure KAFKA_STORAGE_ERROR.
 
 import (
 	"errors"
@@ -183,6 +184,9 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 				switch {
 				case errors.Is(err, segment.ErrOffsetOutOfRange):
 					result.errorCode = protocol.OffsetOutOfRange.Code
+					failed = true
+				case errors.Is(err, segment.ErrCorrupt):
+					result.errorCode = protocol.CorruptMessage.Code
 					failed = true
 				case err != nil:
 					b.logger.Error("fetch read", "topic", rt.Topic, "partition", rp.Partition, "offset", rp.FetchOffset, "err", err)

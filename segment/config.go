@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 )
@@ -53,8 +54,9 @@ type Config struct {
 	IndexIntervalBytes int64
 	// MaxIndexEntries bounds each segment's offset and time index; a full index rolls the segment.
 	MaxIndexEntries int
-	// Preallocate the data file with fallocate, in PreallocateStep steps up to SegmentBytes (the whole
-	// segment at once when the step is 0), so that appends do not grow the file write by write.
+	// Preallocate the data file with fallocate, so that appends do not grow the file write by write:
+	// from the first append on, in steps of 64 KiB doubling up to PreallocateStep, never past
+	// SegmentBytes (the whole segment at the first append when the step is 0).
 	Preallocate     bool
 	PreallocateStep int64
 	// Flush policy and, for FlushOnInterval, its period.
@@ -70,6 +72,10 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// ObserveFsync, when set, is called with the duration of each group-commit fdatasync (metrics).
 	ObserveFsync func(time.Duration)
+	// Logger receives what the log has to report on its own: damaged data found by recovery, torn
+	// tails cut after a crash, appends failing on a full disk and reads refused for damage (the last
+	// two at most once per 30 s per log). nil discards them.
+	Logger *slog.Logger
 	// Now is the clock (nil: time.Now); tests set it to drive retention and rolls.
 	Now func() time.Time
 }

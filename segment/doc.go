@@ -23,27 +23,53 @@
 //   - Offsets are dense: each batch's baseOffset is the previous batch's last offset + 1, and each
 //     segment's base offset is the previous segment's next offset.
 //     Invariant: logStartOffset <= flushedOffset <= logEndOffset.
-//   - A segment's logical size (published atomically) only covers whole, validated batches; readers
-//     read nothing beyond it, so they never see a half-written batch. Appends fill preallocated
-//     space, so the file size is not the logical size (except for sealed segments, trimmed at roll).
+//   - A segment's extent (logical size and next offset, published together as one immutable value)
+//     only covers whole batches: validated ones, and damaged ranges recovery kept in place. Readers
+//     read nothing beyond it, so they never see a half-written batch, nor a batch at or beyond upTo.
+//     The segment list and the log start are likewise published together (logView). Appends fill
+//     preallocated space, so the file size is not the logical size (except for sealed segments,
+//     trimmed at roll). Preallocation is lazy: nothing before a segment's first append, then steps
+//     of 64 KiB doubling up to Config.PreallocateStep.
 //   - Only the active segment is written. Rolling fsyncs and trims the old segment and its indexes
-//     (it is sealed) before the new segment takes appends.
+//     (it is sealed) before the new segment takes appends, so every segment but the last is durable
+//     whole.
 //   - The flushed offset is advanced only after fdatasync of every byte below it returned.
+//   - Recovery never discards a byte below the durable point, and never deletes a segment.
 //
-// Recovery: after a clean Close the log reopens without validating data. After a crash each segment
-// is scanned from a trusted point (the recovery point in its segment, or for sealed segments their
-// last verified index entry) to the first byte that is not a valid next batch; the tail after it is
-// discarded and zeroed, and the indexes are rebuilt from that point. Bytes below the recovery point
-// were fsynced and are never discarded. The two index files are flushed separately, so the segment
-// holding the recovery point also replays its time index from the batch headers below that point;
-// a sealed segment's time index is replayed only when it visibly lost entries. Index entries below
-// the verified one are loaded unchecked: reads check each entry against the batch header they read
-// anyway and fall back to scanning from the segment start, and Truncate resumes from a verified one.
+// Recovery: each segment has a durable point below which every byte was fsynced: the file end for a
+// sealed segment (which must end at the next segment's base offset) and for the last segment after
+// a clean Close; the recovery point for the last segment after a crash (nothing of it when the point
+// names an earlier segment). Each segment is scanned from a trusted point (its last verified index
+// entry at or below the durable point) to the end. Bytes that are not a valid next batch:
+//   - at or beyond the durable point of the last segment, are a torn tail: it is cut, and the indexes
+//     rebuilt from the trusted point;
+//   - below the durable point, are damage: the range is logged at ERROR, kept in place and recorded
+//     in the segment's extent, and the scan resumes at the first later batch boundary that checks out
+//     (the damaged batch's own length, a verified index entry, or the durable point). Reads of its
+//     offsets fail with ErrCorrupt (the broker answers CORRUPT_MESSAGE); reads before it stop short of
+//     it. A sealed segment that ends short of the next base has its missing offsets recorded the same
+//     way. A recovery point that names only zeroes, or contradicts the data, is stale and ignored.
+//   - Open fails with ErrCorrupt, deleting and cutting nothing, when a segment holds offsets past the
+//     next segment's base, or damage in the last segment has no boundary after it to resume from.
+//
+// Damage before the trusted point is not looked for at Open (that would read every segment on each
+// start): a read whose header walk meets it gets ErrCorrupt, and a flipped bit inside records is
+// served as it is on disk, for the client's CRC check to catch, as Kafka does. The two index files
+// are flushed separately, so the segment holding the recovery point also replays its time index from
+// the batch headers below that point; a sealed segment's time index is replayed only when it visibly
+// lost entries. Index entries below the verified one are loaded unchecked: reads check each entry
+// against the batch header they read anyway and fall back to scanning from the run start, and
+// Truncate resumes from a verified one.
+//
+// Truncate is durable on return and crash-safe: later segments are unlinked newest first, each
+// unlink fsynced in the directory; then the segment holding the new end is cut and fsynced, and the
+// recovery point naming the new end is fsynced before any append can follow.
 //
 // Concurrency: one writer at a time (Append, Truncate, retention and roll take appendMu) and any
 // number of concurrent readers, which take no lock held by the writer during I/O: the segment list is
-// a copy-on-write snapshot and each segment's logical size is an atomic. Lock order: appendMu, then
+// a copy-on-write snapshot and each segment's extent an atomic pointer. Lock order: appendMu, then
 // flush.mu; appendMu, then a segment's closing lock (the flusher syncs outside appendMu, holding it
-// shared, so that retention cannot close the file under it). Segments removed by retention or truncation stay open for Config.FileDeleteDelay so that
-// readers holding a Slice can finish sending it.
+// shared, so that retention cannot close the file under it). Segments removed by retention or
+// truncation stay open for Config.FileDeleteDelay so that readers holding a Slice can finish sending
+// it.
 package segment

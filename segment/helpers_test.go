@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,4 +244,35 @@ func checkTimestampLookups(t testing.TB, l *Log, batches []storedBatch, rng *ran
 	for i := 0; i < n; i++ {
 		probe(lo - 10 + rng.Int64N(hi-lo+20))
 	}
+}
+
+// logLines records what a log reports through Config.Logger, as text lines.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (r *logLines) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.Write(p)
+}
+
+func (r *logLines) logger() *slog.Logger { return slog.New(slog.NewTextHandler(r, nil)) }
+
+// matching returns the recorded lines holding every one of words.
+func (r *logLines) matching(words ...string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(r.buf.String(), "\n") {
+		all := line != ""
+		for _, w := range words {
+			all = all && strings.Contains(line, w)
+		}
+		if all {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -20,6 +20,10 @@ var (
 	// ErrFailed: an fsync or write failed earlier; the log takes no more appends until reopened,
 	// because the kernel may have dropped the unflushed pages.
 	ErrFailed = errors.New("segment: log failed")
+	// ErrCorrupt: the data on disk is damaged: a read of offsets that recovery found damaged (their
+	// bytes are kept in place), a batch header that does not check out when read, or a log whose
+	// segments cannot be put together (Open).
+	ErrCorrupt = errors.New("segment: corrupt data")
 )
 
 // Log is one partition's log. See the package doc for its invariants.
@@ -29,16 +33,29 @@ type Log struct {
 
 	// appendMu serializes writers: Append, roll, Truncate, retention, Close.
 	appendMu sync.Mutex
-	// Invariant: segments is non-empty, sorted by base offset, the last one active. Copy-on-write.
-	segments atomic.Pointer[[]*segment]
-	// Invariant: logStartOffset == first segment's base offset.
-	logStartOffset atomic.Int64
-	closed         atomic.Bool
+	// view is the segment list and log start, published together by the writer (see logView).
+	view   atomic.Pointer[logView]
+	closed atomic.Bool
 	// failure is set once by a failed fsync or write and never cleared.
 	failure atomic.Pointer[error]
 	retired []retiredSegment // under appendMu
 
+	// diskFull and readCorrupt rate-limit the log lines for appends failing with ENOSPC and for
+	// reads finding damage, which a busy producer or a retrying consumer would otherwise repeat
+	// without bound.
+	diskFull, readCorrupt rateLimitedLine
+
 	flush flusher
+}
+
+// logView is the log's segment list and start offset, published as one immutable value so that a
+// reader never pairs a segment list with another moment's log start.
+// Invariant: segments is non-empty, sorted by base offset, the last one active, and never modified
+// once published (copy-on-write).
+// Invariant: logStartOffset == segments[0].baseOffset.
+type logView struct {
+	segments       []*segment
+	logStartOffset int64
 }
 
 type retiredSegment struct {
@@ -83,15 +100,16 @@ func (l *Log) Append(raw []byte, leaderEpoch int32) (AppendResult, error) {
 	}
 	cfg := l.config.Load()
 	active := l.activeSegment()
-	next := active.nextOffset.Load()
+	next := active.nextOffset()
 	if !active.fits(int64(len(raw)), next+records-1, cfg) {
 		var err error
 		if active, err = l.rollLocked(); err != nil {
+			l.noteDiskFull(err, cfg)
 			return AppendResult{}, err
 		}
 	}
 	result := AppendResult{BaseOffset: next, MaxTimestamp: -1, Batches: len(headers)}
-	startPosition := active.size.Load()
+	startPosition := active.size()
 	position := startPosition
 	for _, h := range headers {
 		b := raw[position-startPosition:]
@@ -110,6 +128,7 @@ func (l *Log) Append(raw []byte, leaderEpoch int32) (AppendResult, error) {
 		// Nothing was published; bytes that reached the file lie beyond the logical end and are
 		// overwritten by the next append (recovery discards them as a torn tail).
 		l.undoIndexLocked(active, startPosition, result.BaseOffset)
+		l.noteDiskFull(err, cfg)
 		return AppendResult{}, err
 	}
 	if active.firstAppend.IsZero() {
@@ -146,8 +165,8 @@ func (l *Log) fail(err error) {
 func (l *Log) rollLocked() (*segment, error) {
 	cfg := l.config.Load()
 	old := l.activeSegment()
-	next := old.nextOffset.Load()
-	if old.size.Load() == 0 {
+	next := old.nextOffset()
+	if old.size() == 0 {
 		return old, nil // nothing to seal; an empty segment takes the append
 	}
 	if err := old.seal(); err != nil {
@@ -163,11 +182,12 @@ func (l *Log) rollLocked() (*segment, error) {
 		fresh.remove()
 		return nil, err
 	}
-	segments := append(append([]*segment(nil), l.segmentList()...), fresh)
-	l.segments.Store(&segments)
+	view := l.view.Load()
+	segments := append(append([]*segment(nil), view.segments...), fresh)
+	l.view.Store(&logView{segments: segments, logStartOffset: view.logStartOffset})
 	// Everything before the new segment was fsynced by seal.
 	l.flush.advance(next)
-	l.writeRecoveryPoint(recoveryPoint{segmentBase: next, position: 0, nextOffset: next})
+	l.writeRecoveryPoint(recoveryPoint{segmentBase: next, position: 0, nextOffset: next}, false)
 	return fresh, nil
 }
 
@@ -182,7 +202,7 @@ func (l *Log) Roll() error {
 	return err
 }
 
-func (l *Log) segmentList() []*segment { return *l.segments.Load() }
+func (l *Log) segmentList() []*segment { return l.view.Load().segments }
 
 func (l *Log) activeSegment() *segment {
 	segments := l.segmentList()
@@ -190,10 +210,10 @@ func (l *Log) activeSegment() *segment {
 }
 
 // LogStartOffset is the first offset still in the log.
-func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
+func (l *Log) LogStartOffset() int64 { return l.view.Load().logStartOffset }
 
 // LogEndOffset is the offset the next appended record will get.
-func (l *Log) LogEndOffset() int64 { return l.activeSegment().nextOffset.Load() }
+func (l *Log) LogEndOffset() int64 { return l.activeSegment().nextOffset() }
 
 // FlushedOffset is the offset below which every record was fdatasynced.
 func (l *Log) FlushedOffset() int64 { return l.flush.flushedOffset() }
@@ -202,7 +222,7 @@ func (l *Log) FlushedOffset() int64 { return l.flush.flushedOffset() }
 func (l *Log) Size() int64 {
 	var total int64
 	for _, s := range l.segmentList() {
-		total += s.size.Load()
+		total += s.size()
 	}
 	return total
 }
@@ -242,8 +262,13 @@ func (l *Log) Close() error {
 			errs = append(errs, err)
 		} else {
 			// Everything appended is durable now: waiters it covers succeed, not ErrClosed.
-			l.flush.advance(active.nextOffset.Load())
-			if err := markClean(l.dir); err != nil {
+			l.flush.advance(active.nextOffset())
+			// The point at the very end tells the next Open where the log ends even if the active
+			// segment turns out damaged.
+			point := recoveryPoint{segmentBase: active.baseOffset, position: active.size(), nextOffset: active.nextOffset()}
+			if err := l.writeRecoveryPoint(point, true); err != nil {
+				errs = append(errs, err)
+			} else if err := markClean(l.dir); err != nil {
 				errs = append(errs, err)
 			}
 		}

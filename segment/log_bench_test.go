@@ -78,7 +78,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if l.activeSegment().size.Load()+int64(len(raw)) > cfg.SegmentBytes {
+				if l.activeSegment().size()+int64(len(raw)) > cfg.SegmentBytes {
 					b.StopTimer()
 					l.Delete()
 					l = open()

@@ -201,3 +201,44 @@ func TestWaitFlushedFromManyAppenders(t *testing.T) {
 		})
 	}
 }
+
+// TestSliceNeverCrossesUpTo has readers ask for everything from the last batch up to the log end they
+// just read, as a fetch at the high watermark does, while a writer appends small batches as fast as
+// it can: no Slice may hold a batch at or beyond upTo, whatever the writer publishes in between.
+func TestSliceNeverCrossesUpTo(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1 << 30 // no rolls: every read races the writer on the active segment
+	l := openLog(t, t.TempDir(), cfg)
+	defer l.Close()
+	raw := testBatch(t, "u", 1, 8)
+	if _, err := l.Append(bytes.Clone(raw), 0); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !done.Load() {
+			if _, err := l.Append(bytes.Clone(raw), 0); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	const reads = 300_000
+	crossed := 0
+	for i := 0; i < reads && crossed == 0; i++ {
+		upTo := l.LogEndOffset()
+		slice, err := l.Slice(upTo-1, math.MaxInt64, upTo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slice.Size != int64(len(raw)) {
+			crossed++
+			t.Errorf("read %d: Slice(%d, upTo %d) returned %d bytes, want the one %d-byte batch below upTo", i, upTo-1, upTo, slice.Size, len(raw))
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,6 +30,7 @@ func smallDisk(t *testing.T, size int) string {
 
 // TestDiskFull fills a 1 MiB filesystem: appends and rolls fail with ENOSPC, nothing written before
 // is lost or damaged, the log reopens on the full disk, and takes appends again once there is room.
+// The failures are logged, one line per 30 s however many appends fail.
 func TestDiskFull(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -52,6 +54,10 @@ func TestDiskFull(t *testing.T) {
 			cfg.IndexIntervalBytes = 4096
 			cfg.Preallocate = c.preallocate
 			cfg.PreallocateStep = c.step
+			var lines logLines
+			now := time.Unix(1_700_000_000, 0)
+			cfg.Logger = lines.logger()
+			cfg.Now = func() time.Time { return now }
 			l := openLog(t, dir, cfg)
 			gen := newBatchGen(2)
 			var want []storedBatch
@@ -78,6 +84,16 @@ func TestDiskFull(t *testing.T) {
 				if _, err := l.Append(gen.next(3, 9000), 0); !errors.Is(err, syscall.ENOSPC) {
 					t.Fatalf("append on a full disk: %v", err)
 				}
+			}
+			if got := lines.matching("level=ERROR", "disk full", "no space left"); len(got) != 1 {
+				t.Fatalf("%d log lines for 4 appends failing within 30 s, want 1: %q", len(got), got)
+			}
+			now = now.Add(31 * time.Second)
+			if _, err := l.Append(gen.next(3, 9000), 0); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("append on a full disk: %v", err)
+			}
+			if got := lines.matching("level=ERROR", "disk full", "repeats_not_logged=3"); len(got) != 1 {
+				t.Fatalf("no second line counting the 3 failures held back: %q", lines.matching("disk full"))
 			}
 			if err := l.Roll(); err != nil && !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("roll on a full disk: %v", err)

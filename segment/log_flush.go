@@ -111,8 +111,8 @@ func (f *flusher) flushOnce() {
 		return
 	}
 	active := l.activeSegment()
-	next := active.nextOffset.Load()
-	position := active.size.Load()
+	e := active.loadExtent()
+	next, position := e.nextOffset, e.size
 	truncations := f.truncationCount()
 	l.appendMu.Unlock()
 
@@ -147,7 +147,7 @@ func (f *flusher) flushOnce() {
 			// Index entries are written before the recovery point that lets recovery trust them.
 			active.offsets.Flush()
 			active.times.Flush()
-			l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: position, nextOffset: next})
+			l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: position, nextOffset: next}, false)
 		}
 		l.appendMu.Unlock()
 	}

@@ -153,7 +153,7 @@ func TestIndexCheckpointsRacingTruncate(t *testing.T) {
 	l = openLog(t, dir, cfg)
 	defer l.Close()
 	for _, s := range l.segmentList() {
-		r := newHeaderReader(s.file, s.size.Load())
+		r := newHeaderReader(s.file, s.size())
 		for _, e := range s.offsets.Entries() {
 			if h, err := r.at(e.Position); err != nil || h.BaseOffset != e.Offset {
 				t.Fatalf("offset index entry %+v names a batch at offset %d (%v)", e, h.BaseOffset, err)

@@ -46,7 +46,7 @@ func newFuzzBase(f testing.TB, flushAll bool) *fuzzBase {
 		}
 	}
 	active := l.activeSegment()
-	b.activeName, b.activeBase, b.activeEnd = filepath.Base(active.dataPath), active.baseOffset, active.size.Load()
+	b.activeName, b.activeBase, b.activeEnd = filepath.Base(active.dataPath), active.baseOffset, active.size()
 	l.abandon()
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -142,11 +142,11 @@ func FuzzRecoverActiveTail(f *testing.F) {
 			t.Fatalf("Open: %v", err)
 		}
 		s := l.activeSegment()
-		if s.size.Load() < int64(untouched) {
-			t.Fatalf("recovered %d bytes; the batches before the damage at %d are %d bytes", s.size.Load(), damageAt, untouched)
+		if s.size() < int64(untouched) {
+			t.Fatalf("recovered %d bytes; the batches before the damage at %d are %d bytes", s.size(), damageAt, untouched)
 		}
-		if s.size.Load() != int64(wantSize) || l.LogEndOffset() != wantNext {
-			t.Fatalf("recovered %d bytes up to offset %d; the valid batches are %d bytes up to %d", s.size.Load(), l.LogEndOffset(), wantSize, wantNext)
+		if s.size() != int64(wantSize) || l.LogEndOffset() != wantNext {
+			t.Fatalf("recovered %d bytes up to offset %d; the valid batches are %d bytes up to %d", s.size(), l.LogEndOffset(), wantSize, wantNext)
 		}
 		// Everything claimed reads back as it is in the file.
 		got, err := l.Read(s.baseOffset, 1<<20, 1<<62, nil)

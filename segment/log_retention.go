@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/index"
 )
 
 // ApplyRetention deletes whole sealed segments, oldest first, that are past the retention time
@@ -21,23 +24,22 @@ func (l *Log) ApplyRetention() (deleted int, err error) {
 	segments := l.segmentList()
 	total := int64(0)
 	for _, s := range segments {
-		total += s.size.Load()
+		total += s.size()
 	}
 	for _, s := range segments[:len(segments)-1] {
 		expired := cfg.RetentionTime >= 0 && s.maxTimestamp.Load() >= 0 &&
 			now.UnixMilli()-s.maxTimestamp.Load() > cfg.RetentionTime.Milliseconds()
-		oversize := cfg.RetentionBytes >= 0 && total-s.size.Load() >= cfg.RetentionBytes
+		oversize := cfg.RetentionBytes >= 0 && total-s.size() >= cfg.RetentionBytes
 		if !expired && !oversize {
 			break
 		}
-		total -= s.size.Load()
+		total -= s.size()
 		deleted++
 	}
 	var errs []error
 	if deleted > 0 {
 		remaining := append([]*segment(nil), segments[deleted:]...)
-		l.segments.Store(&remaining)
-		l.logStartOffset.Store(remaining[0].baseOffset)
+		l.view.Store(&logView{segments: remaining, logStartOffset: remaining[0].baseOffset})
 		for _, s := range segments[:deleted] {
 			errs = append(errs, l.retireLocked(s))
 		}
@@ -68,62 +70,103 @@ func (l *Log) closeRetiredLocked(all bool) error {
 }
 
 // Truncate removes every batch at or after offset, so that the log ends at offset, or, when offset
-// falls inside a batch, at that batch's start. Replication uses it when a follower's log diverges from
-// its new leader. Offsets at or above the log end change nothing; below the log start they are
-// ErrOffsetOutOfRange.
+// falls inside a batch, at that batch's start (inside a damaged range: at the range's start).
+// Replication uses it when a follower's log diverges from its new leader. Offsets at or above the log
+// end change nothing; below the log start they are ErrOffsetOutOfRange.
+//
+// The truncation is durable when Truncate returns, and a crash at any point in it leaves either the
+// log as it was or a prefix of it that ends at a batch boundary at or after offset: later segments
+// are unlinked newest first, each unlink fsynced in the directory, before the segment holding offset
+// is cut and fsynced, and the recovery point naming the new end is fsynced before any new append.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
-	segments := l.segmentList()
-	if offset >= segments[len(segments)-1].nextOffset.Load() {
+	view := l.view.Load()
+	segments := view.segments
+	if offset >= segments[len(segments)-1].nextOffset() {
 		return nil
 	}
-	if offset < l.logStartOffset.Load() {
-		return fmt.Errorf("%w: truncate to %d below log start %d of %s", ErrOffsetOutOfRange, offset, l.logStartOffset.Load(), l.dir)
+	if offset < view.logStartOffset {
+		return fmt.Errorf("%w: truncate to %d below log start %d of %s", ErrOffsetOutOfRange, offset, view.logStartOffset, l.dir)
 	}
 	i := sort.Search(len(segments), func(i int) bool { return segments[i].baseOffset > offset }) - 1
 	s := segments[i]
 	cfg := l.config.Load()
-	var errs []error
-	if i < len(segments)-1 {
-		kept := append([]*segment(nil), segments[:i+1]...)
-		l.segments.Store(&kept)
-		for _, later := range segments[i+1:] {
-			errs = append(errs, l.retireLocked(later))
+	// Find the cut before changing anything.
+	e := s.loadExtent()
+	var position, newEnd int64
+	run, damaged := e.runOf(s.baseOffset, offset)
+	if damaged != nil {
+		position, newEnd = damaged.position, damaged.firstOffset
+	} else {
+		var h batch.Header
+		var err error
+		if position, h, err = s.positionOf(newHeaderReader(s.file, run.endPosition), offset, run.start); err != nil {
+			return fmt.Errorf("segment: truncate %s to %d: %w", l.dir, offset, l.readError(err))
+		}
+		newEnd = h.BaseOffset
+	}
+	var kept []damage
+	for _, d := range e.damage {
+		if d.position < position {
+			kept = append(kept, d)
 		}
 	}
-	r := newHeaderReader(s.file, s.size.Load())
-	position, h, err := s.positionOf(r, offset)
-	if err != nil {
-		l.fail(err)
-		return err
+	// Readers stop seeing the cut batches first.
+	if i < len(segments)-1 {
+		l.view.Store(&logView{segments: append([]*segment(nil), segments[:i+1]...), logStartOffset: view.logStartOffset})
 	}
-	newEnd := h.BaseOffset
+	s.extent.Store(&extent{size: position, nextOffset: newEnd, damage: kept})
 	l.flush.lower(newEnd)
-	s.size.Store(position)
-	s.nextOffset.Store(newEnd)
-	errs = append(errs, s.offsets.TruncateFromPosition(position), s.times.TruncateFromOffset(newEnd))
-	// Zero the cut-off bytes so no recovery can mistake them for data, and preallocate again.
-	if err := s.file.Truncate(position); err != nil {
-		errs = append(errs, fmt.Errorf("segment: truncate %s at %d: %w", s.dataPath, position, err))
-	}
-	s.allocated = position
-	errs = append(errs, s.reserve(position+1, cfg))
-	// Recompute the writer state from the newest index entry whose batch checks out: one loaded
-	// from a damaged file would otherwise set the log end to whatever it claims.
-	errs = append(errs, s.recover(s.verifiedEntry(position, cfg), cfg))
-	s.allocated = max(s.allocated, position)
-	if err := errors.Join(errs...); err != nil {
+	fail := func(err error) error {
 		l.fail(err)
 		return fmt.Errorf("segment: truncate %s to %d: %w", l.dir, offset, err)
 	}
-	if err := s.sync(); err != nil {
-		l.fail(err)
-		return err
+	// Newest first, each durable before the next: a crash leaves the older segments, contiguous.
+	for j := len(segments) - 1; j > i; j-- {
+		if err := l.retireLocked(segments[j]); err != nil {
+			return fail(err)
+		}
+		if err := syncDir(l.dir); err != nil {
+			return fail(err)
+		}
 	}
-	l.writeRecoveryPoint(recoveryPoint{segmentBase: s.baseOffset, position: position, nextOffset: newEnd})
+	// Zero the cut-off bytes so no recovery can mistake them for data; the next append preallocates.
+	if err := s.file.Truncate(position); err != nil {
+		return fail(fmt.Errorf("segment: truncate %s at %d: %w", s.dataPath, position, err))
+	}
+	s.allocated = position
+	if err := s.file.Sync(); err != nil { // fsync: the file's new size must be durable too
+		return fail(fmt.Errorf("segment: fsync %s: %w", s.dataPath, err))
+	}
+	// Recompute the writer state (indexes, newest timestamp) from the newest index entry whose batch
+	// checks out: one loaded from a damaged file would otherwise set the log end to whatever it
+	// claims. Damage before the cut stays; the scan resumes no earlier than its end.
+	if err := errors.Join(s.offsets.TruncateFromPosition(position), s.times.TruncateFromOffset(newEnd)); err != nil {
+		return fail(err)
+	}
+	from := s.verifiedEntry(position, cfg)
+	if len(kept) > 0 && from.Position < kept[len(kept)-1].endPosition {
+		last := kept[len(kept)-1]
+		from = index.OffsetEntry{Offset: last.endOffset, Position: last.endPosition}
+	}
+	var earlier []damage
+	for _, d := range kept {
+		if d.endPosition <= from.Position {
+			earlier = append(earlier, d)
+		}
+	}
+	cut := durablePoint{position: position, offset: newEnd, end: true}
+	if _, err := s.recover(from, cut, earlier, cfg); err != nil {
+		return fail(err)
+	}
+	// An older recovery point may name bytes past the new end that appends will now rewrite: the new
+	// one must be on disk before any of them.
+	if err := l.writeRecoveryPoint(recoveryPoint{segmentBase: s.baseOffset, position: position, nextOffset: newEnd}, true); err != nil {
+		return fail(err)
+	}
 	return nil
 }

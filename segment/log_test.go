@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,11 +96,14 @@ func TestAppendReadRollReopen(t *testing.T) {
 
 // TestPreallocationInSteps: a segment reserves disk a step at a time, up to the segment size, and
 // reopening keeps the reservation ahead of the logical end.
+// TestPreallocationInSteps: nothing is preallocated before the first append, then steps of 64 KiB
+// double up to PreallocateStep; a sealed segment is trimmed, and a reopened one preallocates again
+// only when appended to, starting small.
 func TestPreallocationInSteps(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 1 << 20
-	cfg.PreallocateStep = 64 << 10
+	cfg.PreallocateStep = 256 << 10
 	l := openLog(t, dir, cfg)
 	fileSize := func() int64 {
 		t.Helper()
@@ -106,31 +113,86 @@ func TestPreallocationInSteps(t *testing.T) {
 		}
 		return info.Size()
 	}
-	if got := fileSize(); got != 64<<10 {
-		t.Fatalf("new segment file is %d bytes, want one step", got)
+	if got := fileSize(); got != 0 {
+		t.Fatalf("new segment file is %d bytes, want nothing preallocated before the first append", got)
 	}
-	for l.activeSegment().size.Load() < 100<<10 {
-		if _, err := l.Append(testBatch(t, "x", 10, 100), 0); err != nil {
-			t.Fatal(err)
+	// Once the data passes each allocation, the file grows by the next step: 64, +128, +256, +256 KiB.
+	allocated := int64(0)
+	for _, want := range []int64{64 << 10, 192 << 10, 448 << 10, 704 << 10} {
+		for l.activeSegment().size() <= allocated {
+			if _, err := l.Append(testBatch(t, "x", 10, 100), 0); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if got := fileSize(); got != 128<<10 {
-		t.Fatalf("after 100 KiB the file is %d bytes, want two steps", got)
+		if got := fileSize(); got != want {
+			t.Fatalf("after %d bytes of data the file is %d bytes, want %d", l.activeSegment().size(), got, want)
+		}
+		allocated = want
 	}
 	for l.SegmentCount() == 1 {
 		if _, err := l.Append(testBatch(t, "y", 10, 100), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if sealed := l.segmentList()[0]; sealed.allocated != sealed.size.Load() || sealed.size.Load() > cfg.SegmentBytes {
-		t.Fatalf("sealed segment: allocated %d, size %d", sealed.allocated, sealed.size.Load())
+	if sealed := l.segmentList()[0]; sealed.allocated != sealed.size() || sealed.size() > cfg.SegmentBytes {
+		t.Fatalf("sealed segment: allocated %d, size %d", sealed.allocated, sealed.size())
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	l = openLog(t, dir, cfg)
 	defer l.Close()
-	if got, size := fileSize(), l.activeSegment().size.Load(); got <= size || got > size+64<<10 {
-		t.Fatalf("reopened active segment: file %d bytes for %d bytes of data", got, size)
+	size := l.activeSegment().size()
+	if got := fileSize(); got != size {
+		t.Fatalf("reopened active segment: file %d bytes for %d bytes of data, want nothing preallocated", got, size)
 	}
+	if _, err := l.Append(testBatch(t, "z", 1, 100), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(); got != size+64<<10 {
+		t.Fatalf("reopened active segment after one append: file %d bytes for %d bytes of data, want one first step more", got, size)
+	}
+}
+
+// TestIdlePartitionsHoldLittleDisk opens many logs with the default configuration (1 GiB segments,
+// 64 MiB preallocation steps) and writes one small batch to half of them, as a broker with many idle
+// partitions does: each may hold at most the first 64 KiB step on disk, not a whole step (64 MiB per
+// empty partition filled a disk at about 1,200 partitions), before and after a restart.
+func TestIdlePartitionsHoldLittleDisk(t *testing.T) {
+	parent := t.TempDir()
+	cfg := DefaultConfig()
+	const logs = 40
+	var total int64
+	check := func(stage string, dir string, written bool) {
+		t.Helper()
+		info, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%020d.log", 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := info.Sys().(*syscall.Stat_t).Blocks * 512
+		limit := int64(0)
+		if written {
+			limit = preallocateFirstStep
+		}
+		if info.Size() > limit || blocks > limit+4096 {
+			t.Fatalf("%s: %s holds %d bytes (%d allocated), want at most %d", stage, dir, info.Size(), blocks, limit)
+		}
+		total += blocks
+	}
+	for round, stage := range []string{"open", "reopen"} {
+		for i := 0; i < logs; i++ {
+			dir := filepath.Join(parent, strconv.Itoa(i))
+			l := openLog(t, dir, cfg)
+			if round == 0 && i%2 == 0 {
+				if _, err := l.Append(testBatch(t, "idle", 1, 100), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check(stage, dir, i%2 == 0)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("%d logs hold %d bytes of disk over two rounds", logs, total)
 }

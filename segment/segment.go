@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ const (
 )
 
 // segment is one data file and its two indexes. Fields below the line are written only by the log's
-// single writer (under appendMu); the atomics are what readers see.
+// single writer (under appendMu); extent and maxTimestamp are what readers see.
 type segment struct {
 	baseOffset int64
 	dataPath   string
@@ -34,9 +35,8 @@ type segment struct {
 	offsets    *index.OffsetIndex
 	times      *index.TimeIndex
 
-	// Invariant: size covers whole validated batches only, and grows only, except under Truncate.
-	size       atomic.Int64
-	nextOffset atomic.Int64 // offset after the last batch
+	// extent is the segment's logical size and next offset, published together (see extent).
+	extent atomic.Pointer[extent]
 	// maxTimestamp is the largest batch max timestamp in the segment (-1 when empty).
 	maxTimestamp atomic.Int64
 
@@ -45,6 +45,9 @@ type segment struct {
 	bytesSinceIndex    int64     // bytes appended since the last offset index entry
 	firstAppend        time.Time // when the first batch was appended, for age-based rolls
 	allocated          int64     // bytes preallocated in the file
+	// preallocateStep is the next preallocation: preallocateFirstStep for a segment just created or
+	// opened, doubling with each step up to Config.PreallocateStep.
+	preallocateStep int64
 
 	// closing keeps close from pulling the descriptor from under the flusher, which syncs outside
 	// appendMu a segment it sampled as active: Truncate may retire it and retention close it
@@ -53,6 +56,76 @@ type segment struct {
 		sync.RWMutex
 		closed bool
 	}
+}
+
+// extent is what readers know of a segment's contents. It is published as one immutable value, so a
+// reader never pairs one moment's size with another moment's next offset (a size that covers a batch
+// its next offset does not, which would let Slice hand out a batch at or beyond upTo).
+//
+// Invariant: size covers whole batches only: batches validated by Append or recovery, and the
+// damaged ranges recovery found below a durable point and kept in place. nextOffset is the offset
+// after the last of them. Both grow only, except under Truncate.
+// Invariant: an extent is never modified once published; the writer publishes a new one.
+type extent struct {
+	size       int64
+	nextOffset int64
+	// damage lists the ranges of the segment that recovery found invalid below a durable point, in
+	// position order. They are kept in place, never served and never discarded.
+	// Invariant: disjoint and sorted; each lies within [0, size) and its offsets within
+	// [baseOffset, nextOffset]; the bytes between two of them are whole valid batches.
+	damage []damage
+}
+
+// damage is a byte range of a segment that did not hold valid batches when recovery scanned it,
+// although every byte of it was durable (fsynced), and the offsets it held. Reads of those offsets
+// get ErrCorrupt.
+// Invariant: position <= endPosition and firstOffset <= endOffset; a batch with base offset
+// endOffset starts at endPosition, unless that is the segment's end.
+type damage struct {
+	position, endPosition  int64
+	firstOffset, endOffset int64
+}
+
+func (d damage) String() string {
+	return fmt.Sprintf("bytes [%d, %d) holding offsets [%d, %d)", d.position, d.endPosition, d.firstOffset, d.endOffset)
+}
+
+// run is a stretch of a segment between damaged ranges: valid batches from start up to endPosition,
+// which holds the batch with offset endOffset (or is the segment's end).
+type run struct {
+	start                  index.OffsetEntry
+	endPosition, endOffset int64
+}
+
+// run returns the k-th run of a segment whose extent is e, for k in [0, len(e.damage)].
+func (e *extent) run(baseOffset int64, k int) run {
+	r := run{start: index.OffsetEntry{Offset: baseOffset}, endPosition: e.size, endOffset: e.nextOffset}
+	if k > 0 {
+		r.start = index.OffsetEntry{Offset: e.damage[k-1].endOffset, Position: e.damage[k-1].endPosition}
+	}
+	if k < len(e.damage) {
+		r.endPosition, r.endOffset = e.damage[k].position, e.damage[k].firstOffset
+	}
+	return r
+}
+
+// runOf returns the run holding offset, or the damaged range holding it.
+func (e *extent) runOf(baseOffset, offset int64) (run, *damage) {
+	k := sort.Search(len(e.damage), func(i int) bool { return e.damage[i].firstOffset > offset })
+	if k > 0 && offset < e.damage[k-1].endOffset {
+		return run{}, &e.damage[k-1]
+	}
+	return e.run(baseOffset, k), nil
+}
+
+func (s *segment) loadExtent() *extent { return s.extent.Load() }
+
+func (s *segment) size() int64       { return s.extent.Load().size }
+func (s *segment) nextOffset() int64 { return s.extent.Load().nextOffset }
+
+// publish makes a new extent visible to readers, keeping the damaged ranges.
+func (s *segment) publish(size, nextOffset int64) {
+	s.extent.Store(&extent{size: size, nextOffset: nextOffset, damage: s.extent.Load().damage})
 }
 
 func segmentName(dir string, baseOffset int64, suffix string) string {
@@ -93,35 +166,36 @@ func openSegment(dir string, baseOffset int64, cfg *Config) (*segment, error) {
 		s.offsets.Close()
 		return nil, fmt.Errorf("segment %d: %w", baseOffset, err)
 	}
-	s.nextOffset.Store(baseOffset)
+	s.extent.Store(&extent{nextOffset: baseOffset})
 	s.maxTimestamp.Store(-1)
+	s.preallocateStep = preallocateFirstStep
 	return s, nil
 }
 
-// createSegment makes a new, empty, preallocated segment.
+// createSegment makes a new, empty segment. Its file is preallocated by its first append.
 func createSegment(dir string, baseOffset int64, cfg *Config) (*segment, error) {
-	s, err := openSegment(dir, baseOffset, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.reserve(1, cfg); err != nil {
-		s.remove()
-		return nil, err
-	}
-	return s, nil
+	return openSegment(dir, baseOffset, cfg)
 }
+
+// preallocateFirstStep is the first preallocation of a segment created or opened: an idle partition
+// holds at most this much disk beyond its data, not a whole step (64 MiB per empty partition filled a
+// disk at about 1,200 partitions).
+const preallocateFirstStep = 64 << 10
 
 // reserve makes sure the file is preallocated at least up to end: when it is not, it preallocates
-// the next Config.PreallocateStep bytes (the whole segment when the step is 0), never past the
-// segment size unless end itself is past it. Appends therefore grow the file once per step, not once
-// per write, and an idle partition holds one step of disk rather than a whole segment.
+// the next step, never past the segment size unless end itself is past it. Steps start at
+// preallocateFirstStep and double up to Config.PreallocateStep (a step of 0 preallocates the whole
+// segment at once). Appends therefore grow the file a logarithmic number of times, not once per
+// write, and nothing is preallocated before the first append.
 func (s *segment) reserve(end int64, cfg *Config) error {
 	if !cfg.Preallocate || end <= s.allocated {
 		return nil
 	}
 	target := cfg.SegmentBytes
 	if cfg.PreallocateStep > 0 {
-		target = min(s.allocated+cfg.PreallocateStep, cfg.SegmentBytes)
+		step := min(s.preallocateStep, cfg.PreallocateStep)
+		target = min(s.allocated+step, cfg.SegmentBytes)
+		s.preallocateStep = min(2*step, cfg.PreallocateStep)
 	}
 	err := s.preallocate(max(target, end))
 	if errors.Is(err, unix.ENOSPC) && target > end {
@@ -146,15 +220,14 @@ func (s *segment) preallocate(size int64) error {
 
 // write appends raw (whole batches already assigned offsets) at the logical end and publishes it.
 func (s *segment) write(raw []byte, nextOffset int64, cfg *Config) error {
-	position := s.size.Load()
+	position := s.size()
 	if err := s.reserve(position+int64(len(raw)), cfg); err != nil {
 		return err // ENOSPC lands here, before anything is written
 	}
 	if _, err := s.file.WriteAt(raw, position); err != nil {
 		return fmt.Errorf("segment: write %d bytes at %s:%d: %w", len(raw), s.dataPath, position, err)
 	}
-	s.size.Store(position + int64(len(raw)))
-	s.nextOffset.Store(nextOffset)
+	s.publish(position+int64(len(raw)), nextOffset)
 	return nil
 }
 
@@ -181,10 +254,11 @@ func (s *segment) indexBatch(h batch.Header, position int64, cfg *Config) error 
 
 // fits reports whether a batch group of size bytes and records offsets may go into this segment.
 func (s *segment) fits(size int64, lastOffset int64, cfg *Config) bool {
-	if s.size.Load() == 0 {
+	current := s.size()
+	if current == 0 {
 		return lastOffset-s.baseOffset <= maxRelativeOffset
 	}
-	if s.size.Load()+size > cfg.SegmentBytes || lastOffset-s.baseOffset > maxRelativeOffset {
+	if current+size > cfg.SegmentBytes || lastOffset-s.baseOffset > maxRelativeOffset {
 		return false
 	}
 	if s.offsets.Full() || s.times.Full() {
@@ -202,10 +276,11 @@ const maxRelativeOffset = 1<<31 - 1
 // seal makes a segment that will take no more appends durable and compact: data trimmed to its
 // logical size and fsynced, indexes written in full and fsynced.
 func (s *segment) seal() error {
-	if err := s.file.Truncate(s.size.Load()); err != nil {
+	size := s.size()
+	if err := s.file.Truncate(size); err != nil {
 		return fmt.Errorf("segment: trim %s: %w", s.dataPath, err)
 	}
-	s.allocated = s.size.Load()
+	s.allocated = size
 	if err := unix.Fdatasync(int(s.file.Fd())); err != nil {
 		return fmt.Errorf("segment: fdatasync %s: %w", s.dataPath, err)
 	}
@@ -289,17 +364,21 @@ func (r *headerReader) at(position int64) (batch.Header, error) {
 }
 
 // positionOf returns the position of the batch holding offset, scanning forward from the index, and
-// that batch's header. Requires baseOffset <= offset < nextOffset at limit.
+// that batch's header. Requires floor.Offset <= offset < the end of the run that starts at floor, and
+// r limited to that run: floor is the start of the run of valid batches holding offset (the segment
+// start, or the end of a damaged range).
 //
 // Recovery verifies only the newest index entries it resumes from; an older one damaged on disk may
 // name the wrong place. The scan checks that the batch at the entry has the entry's offset and that
-// offsets stay dense after it, and if not starts again from the segment start, which needs no index.
-func (s *segment) positionOf(r *headerReader, offset int64) (int64, batch.Header, error) {
+// offsets stay dense after it, and if not starts again from floor, which needs no index.
+func (s *segment) positionOf(r *headerReader, offset int64, floor index.OffsetEntry) (int64, batch.Header, error) {
 	entry := s.offsets.Lookup(offset)
-	start := index.OffsetEntry{Offset: s.baseOffset}
+	if entry.Offset < floor.Offset || entry.Position < floor.Position {
+		entry = floor
+	}
 	position, h, err := s.scanFor(r, entry, offset)
-	if err != nil && entry != start { // a damaged entry may sit at position 0 too
-		position, h, err = s.scanFor(r, start, offset)
+	if err != nil && entry != floor { // a damaged entry may sit at the floor too
+		position, h, err = s.scanFor(r, floor, offset)
 	}
 	if err != nil {
 		return 0, h, fmt.Errorf("segment %d: find offset %d: %w", s.baseOffset, offset, err)
