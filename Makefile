@@ -1,5 +1,6 @@
 # sluice build and test entry points. `make run` starts a single-node broker with data in ./data;
-# `make test` runs every test (the same command CI runs).
+# `make test` runs every test (the same command CI runs), then the storage, broker and network
+# packages again under the race detector.
 GO ?= go
 BIN := bin
 
@@ -45,6 +46,7 @@ cluster-stop:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -race -timeout 15m ./segment/ ./broker/ ./netpoll/
 
 test-short:
 	$(GO) test -count=1 -short ./...
