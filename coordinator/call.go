@@ -28,6 +28,8 @@ const (
 	opAlterPartition         operation = "alter-partition"
 	opShutdownBroker         operation = "shutdown-broker"
 	opElectPreferred         operation = "elect-preferred"
+	opWriteGroupState        operation = "write-group-state"
+	opAlterGroupConfigs      operation = "alter-group-configs"
 )
 
 // Retry pacing while the controller changes: the wait doubles from
@@ -72,6 +74,10 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.shutdownBroker)
 	case opElectPreferred:
 		return serve(ctx, args, c.electPreferred)
+	case opWriteGroupState:
+		return serve(ctx, args, c.writeGroupState)
+	case opAlterGroupConfigs:
+		return serve(ctx, args, c.alterGroupConfigs)
 	default:
 		return nil, fmt.Errorf("%w: unknown forwarded operation %q", errMalformedCommand, op)
 	}

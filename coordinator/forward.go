@@ -54,17 +54,28 @@ type forwardResponse struct {
 	Index  uint64          `json:"index"`
 }
 
-func writeFrame(w io.Writer, body any) error {
+// encodeFrame returns body as one frame. A body over maxForwardFrame is an
+// error of no class: sending it again cannot succeed, so callers must not
+// retry it.
+func encodeFrame(body any) ([]byte, error) {
 	encoded, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("coordinator: encode forwarded frame: %w", err)
+		return nil, fmt.Errorf("coordinator: encode forwarded frame: %w", err)
 	}
 	if len(encoded) > maxForwardFrame {
-		return fmt.Errorf("coordinator: forwarded frame of %d bytes exceeds %d", len(encoded), maxForwardFrame)
+		return nil, fmt.Errorf("coordinator: forwarded frame of %d bytes exceeds %d", len(encoded), maxForwardFrame)
 	}
 	frame := make([]byte, 4, 4+len(encoded))
 	binary.BigEndian.PutUint32(frame, uint32(len(encoded)))
-	_, err = w.Write(append(frame, encoded...))
+	return append(frame, encoded...), nil
+}
+
+func writeFrame(w io.Writer, body any) error {
+	frame, err := encodeFrame(body)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(frame)
 	return err
 }
 
@@ -159,14 +170,19 @@ func newForwardClient(dialTimeout time.Duration) *forwardClient {
 // roundTrip sends one request to address and reads its response. ctx must
 // have a deadline; it bounds the whole exchange. A failed exchange closes
 // its connection; errors wrap ErrNotLeader (the controller could not be
-// reached: retriable), ErrTimeout or ErrClosed.
+// reached: retriable), ErrTimeout or ErrClosed; a request too large for one
+// frame fails at once with an error of no class.
 func (f *forwardClient) roundTrip(ctx context.Context, address string, request *forwardRequest) (*forwardResponse, error) {
+	frame, err := encodeFrame(request)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: forwarding %s: %w", request.Operation, err)
+	}
 	for {
 		conn, pooled, err := f.take(ctx, address)
 		if err != nil {
 			return nil, err
 		}
-		response, err := exchange(ctx, conn, request)
+		response, err := exchange(ctx, conn, frame)
 		if err == nil {
 			f.put(address, conn)
 			return response, nil
@@ -182,15 +198,15 @@ func (f *forwardClient) roundTrip(ctx context.Context, address string, request *
 	}
 }
 
-// exchange writes request and reads the response within ctx. On success the
-// connection is ready for reuse.
-func exchange(ctx context.Context, conn net.Conn, request *forwardRequest) (*forwardResponse, error) {
+// exchange writes a request frame and reads the response within ctx. On
+// success the connection is ready for reuse.
+func exchange(ctx context.Context, conn net.Conn, frame []byte) (*forwardResponse, error) {
 	deadline, _ := ctx.Deadline()
 	conn.SetDeadline(deadline)
 	// Cancellation (Close) interrupts the exchange through the deadline.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	var response forwardResponse
-	err := writeFrame(conn, request)
+	_, err := conn.Write(frame)
 	if err == nil {
 		err = readFrame(conn, &response)
 	}

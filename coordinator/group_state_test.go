@@ -136,3 +136,116 @@ func TestShareAutoOffsetReset(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterForwardsGroupState: group state changes made on a node that is not the controller go
+// to the controller in one forwarded call each, are visible on that node when the call returns,
+// keep their error classes, and keep working across a controller change.
+func TestClusterForwardsGroupState(t *testing.T) {
+	tc := startCluster(t, 3)
+	controller, follower := tc.controller(), tc.follower()
+	writesBefore, configsBefore := controller.servedCalls(opWriteGroupState), controller.servedCalls(opAlterGroupConfigs)
+	withoutIndex := func(s *GroupState) groupStateFile {
+		f := s.file()
+		f.Index = 0
+		return f
+	}
+
+	write := GroupStateWrite{
+		Groups:          []GroupRecordWrite{{Group: "q", Record: &GroupRecord{Type: GroupTypeShare, Body: []byte{0, 1, 0xfe, 0xff}}}},
+		SharePartitions: []SharePartitionWrite{shareWrite("q", "t", 0, 10), shareWrite("q", "t", 1, 20)},
+	}
+	if err := follower.WriteGroupState(testContext(t), write); err != nil {
+		t.Fatalf("WriteGroupState on a follower: %v", err)
+	}
+	want := withoutIndex(emptyGroupState().withWrite(write))
+	if got := withoutIndex(follower.GroupState()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("follower's group state after its write: %+v, want %+v", got, want)
+	}
+	if got := withoutIndex(controller.GroupState()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("controller's group state after the follower's write: %+v, want %+v", got, want)
+	}
+	if err := follower.WriteGroupState(testContext(t), GroupStateWrite{}); err != nil {
+		t.Fatalf("empty write: %v", err)
+	}
+
+	set := map[string]string{GroupConfigShareAutoOffsetReset: "earliest", GroupConfigShareRecordLockDurationMs: "2000"}
+	if err := follower.AlterGroupConfigs(testContext(t), "q", set, nil, false, false); err != nil {
+		t.Fatalf("AlterGroupConfigs on a follower: %v", err)
+	}
+	if got := follower.GroupState().Configs("q"); !reflect.DeepEqual(got, set) {
+		t.Fatalf("follower's configs after its change: %v, want %v", got, set)
+	}
+	if err := follower.AlterGroupConfigs(testContext(t), "q", nil, []string{GroupConfigShareRecordLockDurationMs}, false, false); err != nil {
+		t.Fatalf("removing a config on a follower: %v", err)
+	}
+	validateOnly := map[string]string{GroupConfigShareDeliveryCountLimit: "3"}
+	if err := follower.AlterGroupConfigs(testContext(t), "q", validateOnly, nil, true, true); err != nil {
+		t.Fatalf("validate-only change on a follower: %v", err)
+	}
+	if got := follower.GroupState().Configs("q"); !reflect.DeepEqual(got, map[string]string{GroupConfigShareAutoOffsetReset: "earliest"}) {
+		t.Fatalf("follower's configs after a removal and a validate-only change: %v", got)
+	}
+
+	// Refusals keep their class, are not retried, and propose nothing.
+	index := controller.GroupState().Index
+	wantError(t, follower.AlterGroupConfigs(testContext(t), "q", map[string]string{GroupConfigShareAutoOffsetReset: "never"}, nil, false, false), ErrInvalidConfig)
+	wantError(t, follower.AlterGroupConfigs(testContext(t), "q", map[string]string{"share.unknown": "1"}, nil, false, true), ErrInvalidConfig)
+	wantError(t, follower.AlterGroupConfigs(testContext(t), "", set, nil, false, false), ErrInvalidConfig)
+	err := follower.WriteGroupState(testContext(t), GroupStateWrite{Groups: []GroupRecordWrite{{Group: "g", Record: &GroupRecord{Type: "classic"}}}})
+	wantError(t, err, errMalformedCommand)
+	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a malformed write was retried: %v", err)
+	}
+	if got := controller.GroupState().Index; got != index {
+		t.Fatalf("refused changes moved the group state index from %d to %d", index, got)
+	}
+	if calls := controller.servedCalls(opWriteGroupState) - writesBefore; calls < 2 {
+		t.Fatalf("the controller served %d forwarded group state writes, want at least 2", calls)
+	}
+	if calls := controller.servedCalls(opAlterGroupConfigs) - configsBefore; calls < 6 {
+		t.Fatalf("the controller served %d forwarded group config changes, want at least 6", calls)
+	}
+
+	// After the controller stops, the survivors go on from the state it left.
+	tc.stop(controller.NodeID())
+	survivor := tc.follower()
+	next := GroupStateWrite{SharePartitions: []SharePartitionWrite{shareWrite("q", "t", 0, 11)}, DeleteGroups: []string{"gone"}}
+	if err := survivor.WriteGroupState(testContext(t), next); err != nil {
+		t.Fatalf("WriteGroupState on a follower after failover: %v", err)
+	}
+	if err := survivor.AlterGroupConfigs(testContext(t), "q", map[string]string{GroupConfigShareDeliveryCountLimit: "4"}, nil, true, false); err != nil {
+		t.Fatalf("AlterGroupConfigs on a follower after failover: %v", err)
+	}
+	state := tc.controller().GroupState()
+	if got, _ := state.SharePartition("q", "t", 0); got.StartOffset != 11 {
+		t.Fatalf("new controller's q t-0 start %d, want 11", got.StartOffset)
+	}
+	if got, _ := state.SharePartition("q", "t", 1); got.StartOffset != 20 {
+		t.Fatalf("new controller lost the write made before failover: q t-1 start %d, want 20", got.StartOffset)
+	}
+	if got := survivor.GroupState().Configs("q"); !reflect.DeepEqual(got, map[string]string{GroupConfigShareDeliveryCountLimit: "4"}) {
+		t.Fatalf("configs replaced after failover: %v", got)
+	}
+}
+
+// TestClusterRefusesOversizeForward: a change too large for one forwarding frame fails at once
+// with an error of no retriable class, rather than being retried until its deadline.
+func TestClusterRefusesOversizeForward(t *testing.T) {
+	tc := startCluster(t, 3)
+	controller, follower := tc.controller(), tc.follower()
+	before := controller.servedCalls(opWriteGroupState)
+	body := make([]byte, maxForwardFrame*3/4+1) // base64 makes it larger than a frame
+	err := follower.WriteGroupState(testContext(t), GroupStateWrite{
+		Groups: []GroupRecordWrite{{Group: "big", Record: &GroupRecord{Type: GroupTypeConsumer, Body: body}}},
+	})
+	if err == nil || errors.Is(err, ErrTimeout) || errors.Is(err, ErrNotLeader) {
+		t.Fatalf("oversize forwarded write: %v, want an error of no retriable class", err)
+	}
+	t.Logf("refused with: %.200s", err)
+	if calls := controller.servedCalls(opWriteGroupState) - before; calls != 0 {
+		t.Fatalf("the controller served %d oversize writes", calls)
+	}
+	if err := follower.WriteGroupState(testContext(t), GroupStateWrite{Groups: []GroupRecordWrite{{Group: "small", Record: &GroupRecord{Type: GroupTypeConsumer}}}}); err != nil {
+		t.Fatalf("a small write after the oversize one: %v", err)
+	}
+}
