@@ -19,6 +19,7 @@ import (
 type testCluster struct {
 	t       testing.TB
 	voters  []Voter
+	adjust  func(*Config) // applied to every node's config; nil for none
 	mu      sync.Mutex
 	nodes   map[int32]*Coordinator
 	configs map[int32]Config
@@ -49,7 +50,14 @@ func listen(t testing.TB, address string) net.Listener {
 // waits until every one has caught up with a controller.
 func startCluster(t testing.TB, voterCount int) *testCluster {
 	t.Helper()
-	cluster := &testCluster{t: t, nodes: map[int32]*Coordinator{}, configs: map[int32]Config{}}
+	return startClusterWith(t, voterCount, nil)
+}
+
+// startClusterWith is startCluster with adjust applied to the config of
+// every node the cluster opens (voters now, others with nodeConfig).
+func startClusterWith(t testing.TB, voterCount int, adjust func(*Config)) *testCluster {
+	t.Helper()
+	cluster := &testCluster{t: t, adjust: adjust, nodes: map[int32]*Coordinator{}, configs: map[int32]Config{}}
 	listeners := map[int32]net.Listener{}
 	for id := int32(1); id <= int32(voterCount); id++ {
 		listeners[id] = listen(t, "127.0.0.1:0")
@@ -58,7 +66,7 @@ func startCluster(t testing.TB, voterCount int) *testCluster {
 	var wait sync.WaitGroup
 	errs := make(chan error, voterCount)
 	for id, listener := range listeners {
-		config := clusterConfig(t, id, t.TempDir(), cluster.voters)
+		config := cluster.nodeConfig(id)
 		cluster.configs[id] = config
 		config.Listener = listener
 		wait.Add(1)
@@ -76,6 +84,17 @@ func startCluster(t testing.TB, voterCount int) *testCluster {
 	}
 	t.Cleanup(cluster.closeAll)
 	return cluster
+}
+
+// nodeConfig is the config of a node of this cluster with a fresh data dir:
+// a voter when id is in the voter set, otherwise a node that joins as a
+// non-voter.
+func (tc *testCluster) nodeConfig(id int32) Config {
+	config := clusterConfig(tc.t, id, tc.t.TempDir(), tc.voters)
+	if tc.adjust != nil {
+		tc.adjust(&config)
+	}
+	return config
 }
 
 // open opens one node and records it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestElectLeader(t *testing.T) {
@@ -152,4 +153,70 @@ func TestClusterShutdownBrokerMovesLeadership(t *testing.T) {
 		// Partition 0's preferred replica may be another node; then the election is not needed.
 		t.Logf("partition 0 election: elected")
 	}
+}
+
+// TestClusterFencingSurvivesControllerChange: a broker falls silent (its process and Raft stay up,
+// its heartbeats stop) and the controller is killed before the broker's session runs out. The new
+// controller, which never heard from the silent broker, fences it and the killed controller's
+// broker, moves their leaderships to the survivors at new epochs, keeps the brokers that heartbeat
+// to it unfenced, and unfences both when they are back.
+func TestClusterFencingSurvivesControllerChange(t *testing.T) {
+	// A session longer than the default, so that killing the controller surely happens within the
+	// silent broker's session and the survivors' heartbeats reach the new controller in time even
+	// on a busy machine.
+	tc := startClusterWith(t, 3, func(c *Config) { c.BrokerSessionTimeout = 3 * time.Second })
+	const silent = int32(4) // a non-voter: losing it and the controller leaves the voters a quorum
+	if err := tc.open(tc.nodeConfig(silent)); err != nil {
+		t.Fatal(err)
+	}
+	registerAll(t, tc)
+	for id := int32(1); id <= 4; id++ {
+		c := tc.node(id)
+		c.StartSession(c.Metadata().Brokers[id])
+	}
+	old := tc.controller()
+	killed := old.NodeID()
+	// Four partitions of three replicas over four brokers: every broker leads one.
+	if _, err := old.CreateTopic(testContext(t), "survives", 4, 3, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	before := old.Metadata().Topics["survives"]
+
+	tc.node(silent).stopSession()
+	if m := old.Metadata(); m.Brokers[silent].Fenced {
+		t.Fatalf("broker %d fenced before the controller was killed: %+v", silent, m.Brokers[silent])
+	}
+	tc.stop(killed)
+
+	controller := tc.controller()
+	gone := func(id int32) bool { return id == silent || id == killed }
+	after := awaitMetadata(t, controller, "the silent broker and the killed controller fenced", func(m *Metadata) bool {
+		return m.Brokers[silent].Fenced && m.Brokers[killed].Fenced
+	})
+	for _, id := range after.BrokerIDs() {
+		if !gone(id) && after.Brokers[id].Fenced {
+			t.Fatalf("broker %d, which heartbeats to the new controller %d, is fenced", id, controller.NodeID())
+		}
+	}
+	for i, p := range after.Topics["survives"].Partitions {
+		was := before.Partitions[i]
+		if p.Leader < 0 || gone(p.Leader) || slices.ContainsFunc(p.ISR, gone) {
+			t.Fatalf("partition %d after fencing %d and %d: %+v", i, silent, killed, p)
+		}
+		if gone(was.Leader) && p.LeaderEpoch <= was.LeaderEpoch {
+			t.Fatalf("partition %d: leader moved from %d to %d without a new epoch (%d -> %d)",
+				i, was.Leader, p.Leader, was.LeaderEpoch, p.LeaderEpoch)
+		}
+	}
+
+	// Both come back (the silent broker's session was stopped for good: it restarts) and are
+	// unfenced by the new controller.
+	tc.stop(silent)
+	for _, id := range []int32{silent, killed} {
+		back := tc.restart(id)
+		back.StartSession(back.Metadata().Brokers[id])
+	}
+	awaitMetadata(t, controller, "both brokers unfenced", func(m *Metadata) bool {
+		return len(m.LiveBrokerIDs()) == 4
+	})
 }
