@@ -47,6 +47,16 @@ type Node struct {
 	Raft    string // host:port of the Raft transport
 	HTTP    string // host:port of /metrics and /readyz
 
+	// KafkaAdvertise and RaftAdvertise, when set (before the node starts), are the addresses the
+	// other nodes and clients are given instead of Kafka and Raft: a fault proxy in front of the
+	// listener, say. Invariant: set on every node or on none (Voters uses them).
+	KafkaAdvertise string
+	RaftAdvertise  string
+	// Args and Env are extra sluiced flags and environment entries ("NAME=value") for this node
+	// alone, read at each start.
+	Args []string
+	Env  []string
+
 	cluster *Cluster
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -90,6 +100,19 @@ func freePorts(n int) ([]int, error) {
 
 // Start starts every node and waits until each serves.
 func Start(cfg Config) (*Cluster, error) {
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.StartAll(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// New chooses every node's ports and data directory without starting anything, so that the
+// caller can set per-node addresses, flags and environment before StartAll.
+func New(cfg Config) (*Cluster, error) {
 	if cfg.Nodes < 1 || cfg.Binary == "" || cfg.Dir == "" {
 		return nil, errors.New("localcluster: config needs Binary, Dir and at least one node")
 	}
@@ -111,38 +134,84 @@ func Start(cfg Config) (*Cluster, error) {
 			cluster: c,
 		})
 	}
+	return c, nil
+}
+
+// StartAll starts every node that does not run and waits until each serves; on failure it kills
+// them all.
+func (c *Cluster) StartAll() error {
 	// Voters wait for a majority before serving: start them all, then wait.
 	errs := make(chan error, len(c.Nodes))
+	started := 0
 	for _, n := range c.Nodes {
+		if n.Running() {
+			continue
+		}
+		started++
 		go func() { errs <- n.Start() }()
 	}
 	var startErr error
-	for range c.Nodes {
+	for range started {
 		startErr = errors.Join(startErr, <-errs)
 	}
 	if startErr != nil {
 		c.Close()
-		return nil, startErr
+		return startErr
 	}
-	return c, nil
+	return nil
 }
 
 // Voters is the --controller-voters value of the cluster.
 func (c *Cluster) Voters() string {
 	parts := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
-		parts[i] = fmt.Sprintf("%d@%s", n.ID, n.Raft)
+		parts[i] = fmt.Sprintf("%d@%s", n.ID, n.RaftAddress())
 	}
 	return strings.Join(parts, ",")
 }
 
-// Bootstrap lists every node's Kafka address, comma-separated.
+// Bootstrap lists every node's advertised Kafka address.
 func (c *Cluster) Bootstrap() []string {
 	out := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
-		out[i] = n.Kafka
+		out[i] = n.KafkaAddress()
 	}
 	return out
+}
+
+// KafkaAddress is the Kafka address the node advertises (its listener unless KafkaAdvertise is
+// set).
+func (n *Node) KafkaAddress() string {
+	if n.KafkaAdvertise != "" {
+		return n.KafkaAdvertise
+	}
+	return n.Kafka
+}
+
+// RaftAddress is the Raft address the other voters dial (its listener unless RaftAdvertise is
+// set).
+func (n *Node) RaftAddress() string {
+	if n.RaftAdvertise != "" {
+		return n.RaftAdvertise
+	}
+	return n.Raft
+}
+
+// PID is the process id of the node's running process, 0 when it does not run.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Paused reports whether the node's process is stopped by Pause.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused
 }
 
 // Node returns the node with id (1-based).
@@ -174,8 +243,15 @@ func (n *Node) Start() error {
 		"--controller-voters", n.cluster.Voters(),
 		"--log-level", "info",
 	}
+	if n.KafkaAdvertise != "" {
+		args = append(args, "--advertise", n.KafkaAdvertise)
+	}
 	args = append(args, cfg.Args...)
+	args = append(args, n.Args...)
 	cmd := exec.Command(cfg.Binary, args...)
+	if len(n.Env) > 0 {
+		cmd.Env = append(os.Environ(), n.Env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		n.mu.Unlock()
