@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -112,10 +113,10 @@ func TestBlockedLinkHoldsBytesAndDeliversThemOnHeal(t *testing.T) {
 	readBack("before")
 	<-got
 
-	var seen Peer
+	var seen atomic.Value
 	n.SetPolicy(func(from, to Peer, service Service) Effect {
 		if from.Role == Client {
-			seen = from
+			seen.Store(from)
 		}
 		return Effect{Blocked: from == ClientPeer(4) && to == NodePeer(1) && service == Kafka}
 	})
@@ -126,7 +127,7 @@ func TestBlockedLinkHoldsBytesAndDeliversThemOnHeal(t *testing.T) {
 		t.Fatalf("server got %q through a cut link", b)
 	default:
 	}
-	if seen != ClientPeer(4) {
+	if seen.Load() != ClientPeer(4) {
 		t.Fatalf("policy saw client %v, want c4", seen)
 	}
 	n.SetPolicy(nil)
@@ -220,9 +221,9 @@ func TestDelayAndBandwidthSlowDelivery(t *testing.T) {
 // checks that the policy sees it as the node whose pid it has.
 func TestIdentifyByProcessNamesTheDialingProcess(t *testing.T) {
 	target, got := echoServer(t)
-	var child *exec.Cmd
+	var childPID atomic.Int64
 	n := newNetwork(t, IdentifyByProcess(func() map[int32]int {
-		return map[int32]int{1: os.Getpid() + 1_000_000, 7: child.Process.Pid}
+		return map[int32]int{1: os.Getpid() + 1_000_000, 7: int(childPID.Load())}
 	}))
 	proxy, err := n.Listen(NodePeer(2), Raft, target)
 	if err != nil {
@@ -238,7 +239,7 @@ func TestIdentifyByProcessNamesTheDialingProcess(t *testing.T) {
 		}
 		return Effect{}
 	})
-	child = exec.Command(os.Args[0], "-test.run=^$")
+	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), "NETPROXY_DIAL="+proxy.Addr())
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -247,6 +248,7 @@ func TestIdentifyByProcessNamesTheDialingProcess(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
+	childPID.Store(int64(child.Process.Pid))
 	defer func() { stdin.Close(); child.Wait() }()
 	if b := <-got; string(b) != "hi\n" {
 		t.Fatalf("server got %q", b)

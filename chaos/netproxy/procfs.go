@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SocketInode returns the inode of the TCP socket whose local address is local and whose remote
@@ -110,12 +111,16 @@ func IdentifyByProcess(pids func() map[int32]int) Identify {
 		}
 		inode, err := SocketInode(remote, local)
 		if err != nil {
-			return Peer{}
+			return Peer{} // the dialer has gone already
 		}
-		for id, pid := range pids() {
-			if pid > 0 && OwnsSocket(pid, inode) {
-				return NodePeer(id)
+		// A process just started may dial before its starter knows its pid: look again briefly.
+		for attempt := range 3 {
+			for id, pid := range pids() {
+				if pid > 0 && OwnsSocket(pid, inode) {
+					return NodePeer(id)
+				}
 			}
+			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 		}
 		return Peer{}
 	}
