@@ -52,6 +52,9 @@ type Config struct {
 	ISRCheckInterval time.Duration
 	// RetryBackoff is the pause after a failed connection or request to a leader.
 	RetryBackoff time.Duration
+	// UnsafeLeaderOnlyAck deliberately breaks acks=all, for the chaos suite's self-test only (see
+	// unsafe_ack.go). Never set in production.
+	UnsafeLeaderOnlyAck bool
 }
 
 // DefaultConfig returns production defaults for node 0.

@@ -42,6 +42,7 @@ type Replica struct {
 	Epochs    *EpochHistory
 	nodeID    int32
 	ackMode   AckMode
+	unsafeAck bool // Config.UnsafeLeaderOnlyAck (unsafe_ack.go)
 
 	// highWatermark is published for lock-free reads; written under mu.
 	// Invariant (leader, one epoch): never decreases; always <= Log.LogEndOffset().
@@ -80,7 +81,7 @@ type ackWaiter struct {
 
 // NewReplica wraps an open log and its epoch history. It starts with no role.
 func NewReplica(topic string, partition int32, log *segment.Log, epochs *EpochHistory, cfg Config) *Replica {
-	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode}
+	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck}
 	r.mu.leaderID = -1
 	r.mu.leaderEpoch = -1
 	r.mu.flushRequested = -1
@@ -327,6 +328,9 @@ func (r *Replica) advanceLocked() []firedWaiter {
 	acked := durable
 	if r.ackMode == AckMemory {
 		acked = high
+	}
+	if r.unsafeAck {
+		acked = unsafeLeaderOnlyAcked(logEnd)
 	}
 	var fired []firedWaiter
 	kept := r.mu.waiters[:0]

@@ -76,6 +76,8 @@ type Config struct {
 	// tails cut after a crash, appends failing on a full disk and reads refused for damage (the last
 	// two at most once per 30 s per log). nil discards them.
 	Logger *slog.Logger
+	// FsyncFault is a test-only fault hook, nil in production (see fault_hook.go).
+	FsyncFault func() error
 	// Now is the clock (nil: time.Now); tests set it to drive retention and rolls.
 	Now func() time.Time
 }

@@ -121,7 +121,11 @@ func (f *flusher) flushOnce() {
 		return
 	}
 	started := time.Now()
-	if err := active.sync(); err != nil {
+	err := injectedFsyncFault(l.config.Load())
+	if err == nil {
+		err = active.sync()
+	}
+	if err != nil {
 		l.fail(err)
 		f.failWaiters(fmt.Errorf("%w: %w", ErrFailed, err))
 		return

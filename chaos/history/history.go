@@ -51,14 +51,13 @@ type Record struct {
 	Value     string `json:"v"`
 }
 
-// Batch is a replica's batch as stored: enough to tell byte-identical copies apart (the CRC covers
-// every byte but the base offset, length and leader epoch, which are fields here).
+// Batch is a replica's batch as stored: enough to tell byte-identical copies apart.
 type Batch struct {
 	BaseOffset  int64  `json:"base"`
 	LastOffset  int64  `json:"last"`
 	Length      int32  `json:"len"`
 	LeaderEpoch int32  `json:"epoch"`
-	CRC         uint32 `json:"crc"`
+	CRC         uint32 `json:"crc"` // CRC-32C of every byte of the batch as stored
 }
 
 // Event is one line of the history.

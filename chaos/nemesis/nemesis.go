@@ -308,3 +308,8 @@ func (n *Nemesis) Heal() error {
 	}
 	return n.startNodes(stopped)
 }
+
+// SetAwaitHealthy sets Config.AwaitHealthy (known only once the cluster runs).
+func (n *Nemesis) SetAwaitHealthy(await func(ctx context.Context) error) {
+	n.config.AwaitHealthy = await
+}

@@ -181,6 +181,7 @@ func run(args []string, output io.Writer) error {
 	set := metrics.NewSet()
 	opts.broker.Metrics = set
 	opts.broker.Logger = logger
+	applyTestHooks(&opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
