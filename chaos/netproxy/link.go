@@ -37,11 +37,19 @@ func (l *link) start() {
 	go l.write(l.inbound, downstream, l.to, l.from)
 }
 
-func (l *link) close() {
+func (l *link) close() { l.closeWith(false) }
+
+// closeWith closes both sides, with an RST if reset (a dropped connection) or a FIN.
+func (l *link) closeWith(resetting bool) {
 	l.closeOnce.Do(func() {
 		close(l.done)
-		l.inbound.Close()
-		l.outbound.Close()
+		if resetting {
+			reset(l.inbound)
+			reset(l.outbound)
+		} else {
+			l.inbound.Close()
+			l.outbound.Close()
+		}
 		l.network.mu.Lock()
 		delete(l.network.mu.links, l)
 		l.network.mu.Unlock()

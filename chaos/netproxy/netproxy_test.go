@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -170,8 +171,8 @@ func TestDropClosesMatchingConnections(t *testing.T) {
 		t.Fatalf("dropped %d connections, want 1", count)
 	}
 	dropped.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := dropped.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Fatalf("dropped connection read: %v, want EOF", err)
+	if _, err := dropped.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("dropped connection read: %v, want a reset", err)
 	}
 	kept.Write([]byte("y"))
 	readExactly(t, kept, "y")

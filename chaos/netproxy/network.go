@@ -144,7 +144,7 @@ func (n *Network) effect(from, to Peer, service Service) (Effect, <-chan struct{
 	return policy(from, to, service), changed
 }
 
-// Drop closes every open connection for which match holds (from is the dialer, to the node
+// Drop resets every open connection for which match holds (from is the dialer, to the node
 // behind the proxy), and returns how many it closed.
 func (n *Network) Drop(match func(from, to Peer, service Service) bool) int {
 	n.mu.Lock()
@@ -156,7 +156,7 @@ func (n *Network) Drop(match func(from, to Peer, service Service) bool) int {
 	}
 	n.mu.Unlock()
 	for _, l := range victims {
-		l.close()
+		l.closeWith(true)
 	}
 	return len(victims)
 }
@@ -223,8 +223,9 @@ func (p *Proxy) connect(inbound net.Conn) {
 	}
 	outbound, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil {
-		// The node is down: the dialer sees its connection closed, as a refused connect would.
-		inbound.Close()
+		// The node is down: reset the dialer's connection, the nearest a proxy can come to a
+		// refused connect (a plain close reads as EOF, which clients take for a TLS mismatch).
+		reset(inbound)
 		return
 	}
 	if tcp, ok := outbound.(*net.TCPConn); ok {
@@ -242,4 +243,12 @@ func (p *Proxy) connect(inbound net.Conn) {
 	n.goroutines.Add(4)
 	n.mu.Unlock()
 	l.start()
+}
+
+// reset closes conn with an RST instead of a FIN.
+func reset(conn net.Conn) {
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetLinger(0)
+	}
+	conn.Close()
 }
