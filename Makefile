@@ -85,3 +85,11 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+# chaos: the fault-injection suite (package chaos): a three-node cluster behind fault proxies, a
+# random fault schedule for DURATION (SEED replays one), then heal, read back and check. Prints
+# the seed, the schedule, the counts and the verdict; results (history.jsonl, verdict, timeline.svg,
+# cluster.log) under chaos-results/. FAULTS=kill,isolate,... limits the fault kinds.
+DURATION_CHAOS = $(if $(filter command line,$(origin DURATION)),$(DURATION),10m)
+chaos: build
+	$(BIN)/sluice-chaos run --duration $(DURATION_CHAOS) $(if $(SEED),--seed $(SEED)) $(if $(FAULTS),--faults $(FAULTS)) --out chaos-results
