@@ -43,6 +43,8 @@ type Replica struct {
 	nodeID    int32
 	ackMode   AckMode
 	unsafeAck bool // Config.UnsafeLeaderOnlyAck (unsafe_ack.go)
+	// lagMax is Config.LagTimeMax: InSyncCount's horizon.
+	lagMax time.Duration
 
 	// highWatermark is published for lock-free reads; written under mu.
 	// Invariant (leader, one epoch): never decreases; always <= Log.LogEndOffset().
@@ -81,7 +83,7 @@ type ackWaiter struct {
 
 // NewReplica wraps an open log and its epoch history. It starts with no role.
 func NewReplica(topic string, partition int32, log *segment.Log, epochs *EpochHistory, cfg Config) *Replica {
-	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck}
+	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck, lagMax: cfg.LagTimeMax}
 	r.mu.leaderID = -1
 	r.mu.leaderEpoch = -1
 	r.mu.flushRequested = -1
@@ -104,6 +106,30 @@ func (r *Replica) ISR() []int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.mu.isr)
+}
+
+// InSyncCount is how many members of the committed ISR, the leader included, are in sync at now:
+// followers count only while they have been caught up within the lag time. The committed ISR shrinks
+// only through the controller, which cannot act while a majority of the cluster is unreachable; this
+// count lets the leader refuse acks=all with NOT_ENOUGH_REPLICAS meanwhile instead of accepting
+// batches that cannot be acknowledged. A replica that does not lead reports the committed ISR size.
+func (r *Replica) InSyncCount(now time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader || r.lagMax <= 0 {
+		return len(r.mu.isr)
+	}
+	count := 0
+	for _, id := range r.mu.isr {
+		if id == r.nodeID {
+			count++
+			continue
+		}
+		if position, ok := r.mu.followers[id]; ok && now.Sub(position.LastCaughtUp) <= r.lagMax {
+			count++
+		}
+	}
+	return count
 }
 
 // MakeLeader makes this replica the leader at leaderEpoch, or, at the epoch it already leads,
