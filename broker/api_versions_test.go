@@ -35,6 +35,7 @@ var servedAPIs = map[int16][2]int16{
 	33: {0, 2},  // AlterConfigs
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
+	43: {0, 2},  // ElectLeaders
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster

@@ -75,6 +75,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.Bootstrap = true
 	coordCfg.Voters = cfg.ControllerVoters
 	coordCfg.BrokerSessionTimeout, coordCfg.BrokerHeartbeatInterval = cfg.BrokerSessionTimeout, cfg.BrokerHeartbeatInterval
+	coordCfg.LeaderRebalanceInterval = cfg.LeaderRebalanceInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
 	if len(cfg.ControllerVoters) <= 1 {
 		// A one-voter cluster elects itself at once; short timeouts make startup quick.

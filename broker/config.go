@@ -36,6 +36,10 @@ type Config struct {
 	// controller for the timeout is fenced (its partitions led elsewhere).
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
+	// LeaderRebalanceInterval is how often the controller moves leadership back to preferred
+	// replicas that are in sync again (Kafka's auto.leader.rebalance.enable with
+	// leader.imbalance.check.interval.seconds); 0 turns it off.
+	LeaderRebalanceInterval time.Duration
 
 	// AutoCreateTopics creates unknown topics named in Metadata requests that allow it.
 	AutoCreateTopics bool
@@ -73,6 +77,7 @@ func DefaultConfig() Config {
 		RaftListen:               "127.0.0.1:0",
 		BrokerSessionTimeout:     1500 * time.Millisecond,
 		BrokerHeartbeatInterval:  200 * time.Millisecond,
+		LeaderRebalanceInterval:  30 * time.Second,
 		AutoCreateTopics:         true,
 		DefaultPartitions:        1,
 		DefaultReplicationFactor: 1,
@@ -105,6 +110,9 @@ func (c Config) Validate() error {
 	}
 	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
 		errs = append(errs, fmt.Errorf("broker heartbeat interval %v must be positive and below the session timeout %v", c.BrokerHeartbeatInterval, c.BrokerSessionTimeout))
+	}
+	if c.LeaderRebalanceInterval < 0 {
+		errs = append(errs, fmt.Errorf("leader rebalance interval %v is negative", c.LeaderRebalanceInterval))
 	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("default partitions %d must be at least 1", c.DefaultPartitions))

@@ -79,6 +79,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.Log.FlushInterval, "flush-interval", cfg.Log.FlushInterval, "fsync period for --flush=interval")
 	fs.StringVar(&opts.voters, "controller-voters", "", "the cluster's Raft voters as id@host:port,... (Kafka's controller.quorum.voters); empty: a one-node cluster")
 	fs.DurationVar(&b.BrokerSessionTimeout, "broker-session-timeout", cfg.BrokerSessionTimeout, "a broker silent this long to the controller is fenced and its partitions led elsewhere")
+	fs.DurationVar(&b.LeaderRebalanceInterval, "leader-rebalance-interval", cfg.LeaderRebalanceInterval, "how often leadership moves back to preferred replicas that are in sync again (auto.leader.rebalance); 0: never")
 	fs.DurationVar(&b.BrokerHeartbeatInterval, "broker-heartbeat-interval", cfg.BrokerHeartbeatInterval, "how often a broker heartbeats to the controller")
 	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
 	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
