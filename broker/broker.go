@@ -67,6 +67,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
+	b.registry.leaderElections = b.metrics.leaderElections
 
 	coordCfg := coordinator.DefaultConfig()
 	coordCfg.NodeID = cfg.NodeID
@@ -77,6 +78,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.BrokerSessionTimeout, coordCfg.BrokerHeartbeatInterval = cfg.BrokerSessionTimeout, cfg.BrokerHeartbeatInterval
 	coordCfg.LeaderRebalanceInterval = cfg.LeaderRebalanceInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
+	coordCfg.Metrics = cfg.Metrics
 	if len(cfg.ControllerVoters) <= 1 {
 		// A one-voter cluster elects itself at once; short timeouts make startup quick.
 		coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond

@@ -29,6 +29,7 @@ type Coordinator struct {
 	transport   *raft.NetworkTransport
 	stream      *streamLayer // the Raft port: Raft's connections and forwarded calls
 	forwarder   *forwardClient
+	metrics     coordinatorMetrics
 	store       *raftboltdb.BoltStore
 	// served counts forwarded calls served by this node, per operation.
 	served struct {
@@ -117,6 +118,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		raftStarted:       make(chan struct{}),
 	}
 	c.closing, c.cancelClosing = context.WithCancel(context.Background())
+	c.metrics = newCoordinatorMetrics(cfg.Metrics, c)
 	c.forwarder = newForwardClient(forwardDialTimeout)
 	c.served.counts = map[operation]int64{}
 	c.fsm = newFSM(c.view.setState, logger)

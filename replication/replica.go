@@ -132,6 +132,44 @@ func (r *Replica) InSyncCount(now time.Time) int {
 	return count
 }
 
+// FollowerLag is how far one replica of a partition this broker leads is behind the leader's log.
+type FollowerLag struct {
+	Follower int32
+	// Records is the leader's log end minus the follower's last fetch offset (the whole log end
+	// while it has not fetched at this epoch).
+	Records int64
+	InSync  bool
+}
+
+// FollowerLags reports every follower's lag when this replica leads, nil otherwise.
+func (r *Replica) FollowerLags() []FollowerLag {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader {
+		return nil
+	}
+	logEnd := r.Log.LogEndOffset()
+	var lags []FollowerLag
+	for _, id := range r.mu.replicas {
+		if id == r.nodeID {
+			continue
+		}
+		lag := FollowerLag{Follower: id, Records: logEnd, InSync: slices.Contains(r.mu.isr, id)}
+		if position, ok := r.mu.followers[id]; ok && position.LogEnd >= 0 {
+			lag.Records = max(logEnd-position.LogEnd, 0)
+		}
+		lags = append(lags, lag)
+	}
+	return lags
+}
+
+// Replicas returns the partition's replica set as this replica last heard it.
+func (r *Replica) Replicas() []int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.mu.replicas)
+}
+
 // MakeLeader makes this replica the leader at leaderEpoch, or, at the epoch it already leads,
 // takes the new replica set, ISR and partition epoch. It returns whether the epoch is new.
 func (r *Replica) MakeLeader(leaderEpoch, partitionEpoch int32, replicas, isr []int32, now time.Time) (bool, error) {

@@ -334,6 +334,19 @@ func TestClusterGroupSurvivesCoordinatorDeath(t *testing.T) {
 	killedAt := time.Now()
 	t.Logf("killed node %d, coordinator of %s", victim, group)
 	coordinatorOf(victim)
+	eventually(t, 10*time.Second, "a live node's metrics count the fencing and the failover", func() bool {
+		for _, n := range c.Nodes {
+			if n.ID == victim {
+				continue
+			}
+			fenced, ok1 := scrapeMetric(t, n, "sluice_brokers_fenced_total")
+			failovers, ok2 := scrapeMetric(t, n, "sluice_controller_failover_seconds_count")
+			if ok1 && ok2 && fenced >= 1 && failovers >= 1 {
+				return true
+			}
+		}
+		return false
+	})
 	atKill := consumedCount()
 	eventually(t, 30*time.Second, "the group consumes again", func() bool { return consumedCount() > atKill+2000 })
 	t.Logf("consuming again %v after the kill", time.Since(killedAt).Round(time.Millisecond))

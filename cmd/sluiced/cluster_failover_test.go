@@ -78,10 +78,21 @@ func TestClusterPausedFollowers(t *testing.T) {
 		return ok && !slices.Contains(parts[0].isr, followers[0]) && len(parts[0].isr) == 2
 	})
 	t.Logf("follower %d left the ISR %v after SIGSTOP", followers[0], time.Since(pausedAt).Round(time.Millisecond))
+	// The leader reports the partition under-replicated and the paused follower lagging.
+	leaderNode := c.Node(info.leader)
+	eventually(t, 10*time.Second, "the leader's metrics show the shrunk ISR", func() bool {
+		under, ok1 := scrapeMetric(t, leaderNode, "sluice_under_replicated_partitions")
+		lag, ok2 := scrapeMetric(t, leaderNode, fmt.Sprintf(`sluice_follower_lag_records{topic="%s",partition="0",follower="%d"}`, topic, followers[0]))
+		return ok1 && ok2 && under == 1 && lag > 0
+	})
 	shrunk := load.ackedCount()
 	eventually(t, 20*time.Second, "acks=all continues on two replicas", func() bool { return load.ackedCount() > shrunk+1000 })
 	c.Node(followers[0]).Resume()
 	awaitFullISR(t, admin, topic, 30*time.Second)
+	eventually(t, 10*time.Second, "the leader's metrics show a full ISR", func() bool {
+		under, ok := scrapeMetric(t, leaderNode, "sluice_under_replicated_partitions")
+		return ok && under == 0
+	})
 
 	// Two of three stopped: the leader is alone and must refuse acks=all.
 	raw := clusterClient(t, c, kgo.DisableIdempotentWrite())
