@@ -49,7 +49,7 @@ func (b *lockedBuffer) tail(lines int) string {
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
-func startCluster(t *testing.T, nodes int, args ...string) *localcluster.Cluster {
+func startCluster(t testing.TB, nodes int, args ...string) *localcluster.Cluster {
 	t.Helper()
 	logs := &lockedBuffer{}
 	c, err := localcluster.Start(localcluster.Config{
