@@ -11,6 +11,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/panjf2000/gnet/v2"
+
+	"github.com/sluice-mq/sluice/loglimit"
 )
 
 // Handler serves requests. All three methods run on the connection's event loop and must not
@@ -33,7 +35,10 @@ type Server struct {
 	handler Handler
 	logger  *slog.Logger
 	metrics serverMetrics
-	address net.Addr
+	// badInputLog and overflowLog rate-limit the warnings a peer can trigger at will.
+	badInputLog *loglimit.Limiter
+	overflowLog *loglimit.Limiter
+	address     net.Addr
 
 	engine  gnet.Engine
 	watcher *writabilityWatcher
@@ -118,6 +123,8 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		handler:       h,
 		logger:        logger,
 		metrics:       newServerMetrics(cfg.Metrics),
+		badInputLog:   loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
+		overflowLog:   loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
 		drainedSignal: make(chan struct{}),
 		runDone:       make(chan struct{}),
 	}
