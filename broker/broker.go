@@ -105,6 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	netCfg.Address = cfg.Listen
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
+	netCfg.MaxConnections = cfg.MaxConnections
 	netCfg.Logger = logger.With("component", "netpoll")
 	netCfg.Metrics = cfg.Metrics
 	if b.server, err = netpoll.Listen(netCfg, b); err != nil {
