@@ -107,7 +107,7 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 	r.metrics.requests.Inc()
 	if err != nil {
 		// Kafka closes a connection whose request it cannot parse or whose API it does not know.
-		b.logger.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
+		b.badRequestLog.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
 		r.failed()
 		r.skip()
 		s.conn.Close()
@@ -140,7 +140,7 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 }
 
 func (b *Broker) closeFor(r *request, reason string) {
-	b.logger.Warn("closing connection", "remote", r.session.conn.RemoteAddr(), "api", kmsg.NameForKey(r.header.APIKey),
+	b.badRequestLog.Warn("closing connection", "remote", r.session.conn.RemoteAddr(), "api", kmsg.NameForKey(r.header.APIKey),
 		"api_key", r.header.APIKey, "version", r.header.APIVersion, "reason", reason)
 	r.failed()
 	r.skip()

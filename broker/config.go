@@ -63,6 +63,8 @@ type Config struct {
 	MaxFrameBytes int
 	// MaxInFlightBytes bounds request bytes in flight across all connections (produce data).
 	MaxInFlightBytes int64
+	// MaxConnections bounds open client connections (Kafka's max.connections); 0: no bound.
+	MaxConnections int
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set
@@ -125,6 +127,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetentionCheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("retention check interval %v must be positive", c.RetentionCheckInterval))
+	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max connections %d is negative", c.MaxConnections))
 	}
 	if c.MaxFrameBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max frame bytes %d below 1024", c.MaxFrameBytes))
