@@ -4,9 +4,8 @@ package broker
 // high watermark, within the partition's and the request's byte budgets, always at least one whole
 // batch for the first partition with data (KIP-74). Record bytes go out as file ranges (sendfile), so
 // the response is framed here by hand around them. A fetch with less than min_bytes available waits up
-// to max_wait_ms, woken by appends to any of its partitions. Fetch sessions are declined: every
-// response carries session id 0 so clients send full fetches; a request naming a session id gets
-// FETCH_SESSION_ID_NOT_FOUND. Per partition: unknown UNKNOWN_TOPIC_OR_PARTITION, offset outside
+// to max_wait_ms, woken by appends to any of its partitions. Fetch sessions are declined
+// (fetch_session.go): every response carries session id 0, so clients keep sending full fetches. Per partition: unknown UNKNOWN_TOPIC_OR_PARTITION, offset outside
 // [log start, log end] OFFSET_OUT_OF_RANGE, a stale current_leader_epoch FENCED_LEADER_EPOCH, a newer
 // one UNKNOWN_LEADER_EPOCH, an offset in data the log found damaged CORRUPT_MESSAGE (the batches before
 // the damage are served; the log itself logs the damage), any other read failure KAFKA_STORAGE_ERROR.
@@ -52,8 +51,8 @@ type fetchState struct {
 }
 
 func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
-	if req.Version >= 7 && req.SessionID != 0 {
-		b.respondFetch(r, req, protocol.FetchSessionIDNotFound.Code, nil)
+	if code := fetchSessionRefusal(req); code != 0 {
+		b.respondFetch(r, req, code, nil)
 		return
 	}
 	f := &fetchState{broker: b, r: r, req: req}
