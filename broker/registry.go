@@ -31,6 +31,8 @@ type registry struct {
 	replication replication.Config
 
 	topics atomic.Pointer[map[string]*topicState]
+	// topicIDs resolves the topic ids of Produce and Fetch v13+ (topic_ids.go).
+	topicIDs topicIDs
 
 	applied struct {
 		sync.Mutex
