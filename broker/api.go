@@ -62,8 +62,8 @@ func typed[T kmsg.Request](fn func(b *Broker, r *request, req T)) handlerFunc {
 // librdkafka enables features only when the advertised range reaches its old minimums.
 func newAPITable() apiTable {
 	entries := map[int16]apiEntry{
-		0:  {protocol.VersionRange{Min: 3, Max: 9}, typed((*Broker).handleProduce)},
-		1:  {protocol.VersionRange{Min: 4, Max: 12}, typed((*Broker).handleFetch)},
+		0:  {protocol.VersionRange{Min: 3, Max: 13}, typed((*Broker).handleProduce)},
+		1:  {protocol.VersionRange{Min: 4, Max: 18}, typed((*Broker).handleFetch)},
 		2:  {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleListOffsets)},
 		3:  {protocol.VersionRange{Min: 0, Max: 12}, typed((*Broker).handleMetadata)},
 		8:  {protocol.VersionRange{Min: 0, Max: 8}, typed((*Broker).handleOffsetCommit)},

@@ -13,8 +13,8 @@ import (
 // servedAPIs is what the broker must advertise: the ranges of KAFKA-NOTES.md that it serves, plus
 // the admin APIs.
 var servedAPIs = map[int16][2]int16{
-	0:  {3, 9},  // Produce
-	1:  {4, 12}, // Fetch
+	0:  {3, 13}, // Produce (v13+: topic ids)
+	1:  {4, 18}, // Fetch (v13+: topic ids)
 	2:  {0, 7},  // ListOffsets
 	3:  {0, 12}, // Metadata
 	8:  {0, 8},  // OffsetCommit

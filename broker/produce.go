@@ -1,6 +1,6 @@
 package broker
 
-// Produce v3-v9 (record batch v2 only). Each partition's batches are validated (structure, CRC,
+// Produce v3-v13 (record batch v2 only). Each partition's batches are validated (structure, CRC,
 // record count) and appended with one write; the log assigns offsets. acks=0 gets no response,
 // acks=1 is answered once the batches are in the page cache, acks=-1 once they are fdatasynced (group
 // commit: many producers share one fsync). Refusals: acks outside {-1,0,1} INVALID_REQUIRED_ACKS; a
@@ -12,7 +12,10 @@ package broker
 // internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
 // idempotence rules of producer_sequence.go: a fenced epoch INVALID_PRODUCER_EPOCH, a sequence gap
 // OUT_OF_ORDER_SEQUENCE_NUMBER, a negative sequence INVALID_RECORD, and a duplicate of one of the
-// producer's last five batches success with its original offset, appending nothing.
+// producer's last five batches success with its original offset, appending nothing. From v13 topics
+// are named by id (KIP-516) and answered by id; an unknown id gets UNKNOWN_TOPIC_ID. v10 and v11 add
+// response tags (current leader, node endpoints) that are never set; v12 (KIP-890's implicit
+// AddPartitionsToTxn) changes nothing for the producers served here.
 
 import (
 	"errors"
@@ -33,7 +36,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	refuse := func(code int16) {
 		for _, rt := range req.Topics {
 			t := kmsg.NewProduceResponseTopic()
-			t.Topic = rt.Topic
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				p := kmsg.NewProduceResponseTopicPartition()
 				p.Partition, p.ErrorCode = rp.Partition, code
@@ -67,13 +70,25 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	anyError := false
 	for _, rt := range req.Topics {
 		t := kmsg.NewProduceResponseTopic()
-		t.Topic = rt.Topic
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		var unknownID error
+		if req.Version >= 13 {
+			var known bool
+			if rt.Topic, known = b.registry.topicName(rt.TopicID); !known {
+				unknownID = fmt.Errorf("broker: no topic has id %x: %w", rt.TopicID, protocol.UnknownTopicID)
+			}
+		}
 		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for i, rp := range rt.Partitions {
 			result := &t.Partitions[i]
 			*result = kmsg.NewProduceResponseTopicPartition()
 			result.Partition = rp.Partition
-			p, appended, err := b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks)
+			var p *partition
+			var appended segment.AppendResult
+			err := unknownID
+			if err == nil {
+				p, appended, err = b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks)
+			}
 			if p != nil {
 				result.LogStartOffset = p.log.LogStartOffset()
 			}
