@@ -8,11 +8,12 @@ package broker
 // structure CORRUPT_MESSAGE; record count disagreeing with the offset delta, or a control batch sent
 // by a client, INVALID_RECORD; acks=-1 with fewer in-sync replicas than min.insync.replicas
 // NOT_ENOUGH_REPLICAS; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a failed log
-// KAFKA_STORAGE_ERROR; transactional producers (not served) TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-// internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
+// KAFKA_STORAGE_ERROR; internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
 // idempotence rules of producer_sequence.go: a fenced epoch INVALID_PRODUCER_EPOCH, a sequence gap
 // OUT_OF_ORDER_SEQUENCE_NUMBER, a negative sequence INVALID_RECORD, and a duplicate of one of the
-// producer's last five batches success with its original offset, appending nothing.
+// producer's last five batches success with its original offset, appending nothing. Transactional
+// batches open the producer's transaction on the partition (partition_txn.go); they are not checked
+// against the coordinator's partition list (KIP-890 verification is not done).
 
 import (
 	"errors"
@@ -52,10 +53,6 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 		refuse(protocol.InvalidRequiredAcks.Code)
 		return
 	}
-	if req.TransactionID != nil {
-		refuse(protocol.TransactionalIDAuthorizationFailed.Code)
-		return
-	}
 
 	type pendingFlush struct {
 		partition  *partition
@@ -73,7 +70,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 			result := &t.Partitions[i]
 			*result = kmsg.NewProduceResponseTopicPartition()
 			result.Partition = rp.Partition
-			p, appended, err := b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks)
+			p, appended, err := b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks, req.TransactionID != nil)
 			if p != nil {
 				result.LogStartOffset = p.log.LogStartOffset()
 			}
@@ -155,7 +152,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 }
 
 // produceToPartition checks and appends one partition's batches.
-func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16) (*partition, segment.AppendResult, error) {
+func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16, transactional bool) (*partition, segment.AppendResult, error) {
 	if coordinator.IsInternalTopicName(topic) {
 		// Kafka refuses client writes to internal topics this way; sluice's __consumer_offsets is
 		// not even a log (offsets live in the Raft coordinator).
@@ -176,6 +173,9 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 		}
 		if h.IsControl() {
 			return fmt.Errorf("broker: clients may not send control batches: %w", protocol.InvalidRecord)
+		}
+		if transactional && (!h.IsTransactional() || h.ProducerID < 0) {
+			return fmt.Errorf("broker: a transactional produce carries a batch outside any transaction: %w", protocol.InvalidRecord)
 		}
 		return nil
 	}, space[:0])
