@@ -205,7 +205,7 @@ func (c *txnCoordinator) finishOrExpire(id string, now time.Time) {
 		return
 	}
 	if m.Expired(now.UnixMilli()) {
-		next, err := txn.FenceAbort(*m, now.UnixMilli())
+		next, err := txn.FenceAbort(*m, now.UnixMilli(), true)
 		if err != nil {
 			return
 		}

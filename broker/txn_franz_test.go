@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/txn"
 )
 
 // produceTxn runs one transaction of count records valued prefix-i and ends it.
@@ -173,5 +176,80 @@ func TestTransactionsFranzCommitAbort(t *testing.T) {
 		if got := count(uncommitted, want.prefix); got != want.uncommitted {
 			t.Errorf("read_uncommitted saw %d records of transaction %s, want %d", got, want.prefix, want.uncommitted)
 		}
+	}
+}
+
+// TestTransactionsFranzFencing: a second instance with the same transactional id fences the first,
+// whose open transaction is aborted and whose commit fails.
+func TestTransactionsFranzFencing(t *testing.T) {
+	const topic = "txn-fencing"
+	b := startBroker(t, nil)
+	dial(t, b).createTopic(topic, 1, nil)
+	ctx := groupTestContext(t)
+
+	zombie := txnClient(t, b, "fenced")
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := zombie.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "zombie-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	successor := txnClient(t, b, "fenced")
+	produceTxn(t, ctx, successor, topic, "successor", 3, true)
+	if err := zombie.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced instance committed its transaction")
+	}
+	if err := zombie.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("zombie-late")}).FirstErr(); err == nil {
+		t.Fatal("the fenced instance produced after being fenced")
+	}
+	produceEndMarks(t, ctx, b, topic, 1)
+	committed := readAll(t, ctx, b, topic, 1, true)
+	if !slices.Equal(committed, []string{"successor-0", "successor-1", "successor-2"}) {
+		t.Fatalf("read_committed saw %q", committed)
+	}
+}
+
+// TestTransactionsFranzTimeout: a transaction left open past its timeout is aborted by the
+// coordinator; the last stable offset moves past it, and the producer recovers (KIP-588: it
+// re-initializes from its old epoch) for its next transaction.
+func TestTransactionsFranzTimeout(t *testing.T) {
+	const topic = "txn-timeout"
+	b := startBroker(t, func(c *Config) { c.Transactions.CheckInterval = 20 * time.Millisecond })
+	dial(t, b).createTopic(topic, 1, nil)
+	ctx := groupTestContext(t)
+
+	producer := txnClient(t, b, "slow", kgo.TransactionTimeout(300*time.Millisecond))
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("abandoned")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		record, _ := b.coordinator.Transactions().Lookup("slow")
+		if record.State == txn.CompleteAbort {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("transaction not aborted by its timeout: state %s", record.State)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false); !maps.Equal(stable, high) {
+		t.Fatalf("after the timeout abort: last stable offsets %v, high watermarks %v", stable, high)
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("a transaction aborted by its timeout committed")
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Logf("abort after the timeout: %v", err)
+	}
+	produceTxn(t, ctx, producer, topic, "after", 2, true)
+	produceEndMarks(t, ctx, b, topic, 1)
+	if committed := readAll(t, ctx, b, topic, 1, true); !slices.Equal(committed, []string{"after-0", "after-1"}) {
+		t.Fatalf("read_committed saw %q", committed)
 	}
 }

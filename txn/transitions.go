@@ -50,7 +50,7 @@ func Init(current *Metadata, req InitRequest, maxTimeoutMillis int32) InitDecisi
 	case PrepareCommit, PrepareAbort:
 		return InitDecision{Err: fmt.Errorf("txn: %q is completing a transaction: %w", req.TransactionalID, protocol.ConcurrentTransactions)}
 	case Ongoing:
-		next, err := FenceAbort(*current, req.NowMillis)
+		next, err := FenceAbort(*current, req.NowMillis, false)
 		if err != nil {
 			return InitDecision{Err: err}
 		}
@@ -73,13 +73,23 @@ func Init(current *Metadata, req InitRequest, maxTimeoutMillis int32) InitDecisi
 	return InitDecision{Next: next}
 }
 
+// epochError answers a request at another epoch than the current one: the epoch the coordinator
+// bumped on its own after a timeout gets INVALID_PRODUCER_EPOCH, which KIP-588 clients recover
+// from (they abort and re-initialize from it); any other is PRODUCER_FENCED, fatal for the instance.
+func epochError(current *Metadata, transactionalID string, epoch int16) error {
+	if current.LastProducerEpoch >= 0 && epoch == current.LastProducerEpoch {
+		return fmt.Errorf("txn: %q was aborted by its timeout at epoch %d: %w", transactionalID, epoch, protocol.InvalidProducerEpoch)
+	}
+	return fmt.Errorf("txn: %q is at epoch %d, not %d: %w", transactionalID, current.ProducerEpoch, epoch, protocol.ProducerFenced)
+}
+
 // checkProducer is the check every client request of a transaction starts with.
 func checkProducer(current *Metadata, transactionalID string, producerID int64, epoch int16) error {
 	switch {
 	case current == nil || current.ProducerID != producerID:
 		return fmt.Errorf("txn: %q is not producer %d: %w", transactionalID, producerID, protocol.InvalidProducerIDMapping)
 	case epoch != current.ProducerEpoch:
-		return fmt.Errorf("txn: %q is at epoch %d, not %d: %w", transactionalID, current.ProducerEpoch, epoch, protocol.ProducerFenced)
+		return epochError(current, transactionalID, epoch)
 	case current.State.Preparing():
 		return fmt.Errorf("txn: %q is completing a transaction: %w", transactionalID, protocol.ConcurrentTransactions)
 	}
@@ -137,7 +147,7 @@ func End(current *Metadata, transactionalID string, producerID int64, epoch int1
 		return Metadata{}, 0, fmt.Errorf("txn: %q is not producer %d: %w", transactionalID, producerID, protocol.InvalidProducerIDMapping)
 	}
 	if epoch != current.ProducerEpoch {
-		return Metadata{}, 0, fmt.Errorf("txn: %q is at epoch %d, not %d: %w", transactionalID, current.ProducerEpoch, epoch, protocol.ProducerFenced)
+		return Metadata{}, 0, epochError(current, transactionalID, epoch)
 	}
 	switch {
 	case current.State == Ongoing:
@@ -162,15 +172,19 @@ func endVerb(commit bool) string {
 	return "abort"
 }
 
-// FenceAbort is the coordinator's own abort of an Ongoing transaction (timeout, or a new producer
+// FenceAbort is the coordinator's own abort of an Ongoing transaction (timedOut, or a new producer
 // instance initializing): PrepareAbort at a bumped epoch, so that the old producer's further writes
-// and requests are fenced. LastProducerEpoch keeps the old epoch for a KIP-360 re-initialization.
-func FenceAbort(m Metadata, nowMillis int64) (Metadata, error) {
+// and requests are refused. After a timeout LastProducerEpoch keeps the old epoch, so that the
+// producer may recover (KIP-588); after fencing by a new instance it must not.
+func FenceAbort(m Metadata, nowMillis int64, timedOut bool) (Metadata, error) {
 	if m.State != Ongoing {
 		return Metadata{}, fmt.Errorf("txn: %q is %s, not Ongoing: %w", m.TransactionalID, m.State, protocol.InvalidTxnState)
 	}
+	m.LastProducerEpoch = -1
 	if m.ProducerEpoch < maxEpoch {
-		m.LastProducerEpoch = m.ProducerEpoch
+		if timedOut {
+			m.LastProducerEpoch = m.ProducerEpoch
+		}
 		m.ProducerEpoch++
 	}
 	m.State, m.UpdateMillis = PrepareAbort, nowMillis

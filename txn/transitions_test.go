@@ -75,10 +75,21 @@ func TestInitAbortsOngoingAndTimeouts(t *testing.T) {
 	if !d.AbortFirst || !errors.Is(d.Err, protocol.ConcurrentTransactions) || d.Next.State != PrepareAbort || d.Next.ProducerEpoch != 5 || len(d.Next.Partitions) != 1 {
 		t.Fatalf("init over ongoing: %+v", d)
 	}
-	aborted := Complete(d.Next, 1060)
-	// The fenced producer may re-initialize from its old epoch (KIP-360), a stranger may not.
+	fenced := Complete(d.Next, 1060)
+	// An instance fenced by a new one may not come back; one whose transaction timed out may (KIP-588).
+	if d := Init(&fenced, InitRequest{TransactionalID: "t", ProducerID: 3, ProducerEpoch: 4, TimeoutMillis: 100}, 1000); !errors.Is(d.Err, protocol.ProducerFenced) {
+		t.Fatalf("fenced instance re-init: %+v", d)
+	}
+	timedOut, err := FenceAbort(m, 1200, true)
+	if err != nil || timedOut.ProducerEpoch != 5 || timedOut.LastProducerEpoch != 4 {
+		t.Fatalf("timeout abort: %+v %v", timedOut, err)
+	}
+	if _, _, err := End(&timedOut, "t", 3, 4, true, 1201); !errors.Is(err, protocol.InvalidProducerEpoch) {
+		t.Fatalf("commit after a timeout abort: %v", err)
+	}
+	aborted := Complete(timedOut, 1210)
 	if d := Init(&aborted, InitRequest{TransactionalID: "t", ProducerID: 3, ProducerEpoch: 4, TimeoutMillis: 100}, 1000); d.Err != nil || d.Next.ProducerEpoch != 6 {
-		t.Fatalf("KIP-360 re-init: %+v", d)
+		t.Fatalf("KIP-588 re-init: %+v", d)
 	}
 	if d := Init(&aborted, InitRequest{TransactionalID: "t", ProducerID: 3, ProducerEpoch: 2, TimeoutMillis: 100}, 1000); !errors.Is(d.Err, protocol.ProducerFenced) {
 		t.Fatalf("stale re-init: %+v", d)
@@ -90,7 +101,7 @@ func TestInitAbortsOngoingAndTimeouts(t *testing.T) {
 	if d := Init(&maxed, InitRequest{TransactionalID: "t", ProducerID: -1, ProducerEpoch: -1, TimeoutMillis: 100}, 1000); !d.NewProducerID {
 		t.Fatalf("exhausted epoch keeps the id: %+v", d)
 	}
-	if _, err := FenceAbort(aborted, 1); !errors.Is(err, protocol.InvalidTxnState) {
+	if _, err := FenceAbort(aborted, 1, true); !errors.Is(err, protocol.InvalidTxnState) {
 		t.Fatalf("fence of a completed transaction: %v", err)
 	}
 }
