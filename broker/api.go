@@ -80,6 +80,11 @@ func newAPITable() apiTable {
 		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
 		22: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleInitProducerID)}, // librdkafka needs Min 0 for idempotence
 		23: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleOffsetForLeaderEpoch)},
+		24: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleAddPartitionsToTxn)},
+		25: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleAddOffsetsToTxn)},
+		26: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleEndTxn)},
+		27: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleWriteTxnMarkers)},
+		28: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleTxnOffsetCommit)},
 		32: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeConfigs)},
 		33: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleAlterConfigs)},
 		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},
@@ -88,6 +93,8 @@ func newAPITable() apiTable {
 		44: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleIncrementalAlterConfigs)},
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
+		65: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeTransactions)},
+		66: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleListTransactions)},
 	}
 	served := make(map[int16]protocol.VersionRange, len(entries))
 	for key, e := range entries {

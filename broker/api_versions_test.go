@@ -31,6 +31,11 @@ var servedAPIs = map[int16][2]int16{
 	20: {0, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerId (Min 0: librdkafka enables idempotence only then)
 	23: {0, 4},  // OffsetForLeaderEpoch
+	24: {0, 5},  // AddPartitionsToTxn
+	25: {0, 4},  // AddOffsetsToTxn
+	26: {0, 4},  // EndTxn
+	27: {0, 1},  // WriteTxnMarkers
+	28: {0, 4},  // TxnOffsetCommit
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	37: {0, 3},  // CreatePartitions
@@ -39,6 +44,8 @@ var servedAPIs = map[int16][2]int16{
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster
+	65: {0, 0},  // DescribeTransactions
+	66: {0, 1},  // ListTransactions
 }
 
 func TestApiVersions(t *testing.T) {

@@ -33,6 +33,7 @@ type Broker struct {
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
+	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
 
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
@@ -98,6 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
+	b.txns = newTxnCoordinator(b, b.metrics.set)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
@@ -125,8 +127,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: register: %w", err)
 	}
 	b.coordinator.StartSession(registration)
-	b.background.Add(1)
+	b.background.Add(2)
 	go b.runRetention()
+	go b.txns.runChecker()
 	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
 	return b, nil
 }
@@ -178,6 +181,9 @@ func (b *Broker) Close(ctx context.Context) error {
 func (b *Broker) shutdownMetadata() error {
 	if b.unsubscribe != nil {
 		b.unsubscribe()
+	}
+	if b.txns != nil {
+		b.txns.close()
 	}
 	b.replicas.Close()
 	b.registry.closeAll()
