@@ -87,6 +87,10 @@ func newAPITable() apiTable {
 		44: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleIncrementalAlterConfigs)},
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
+		76: {protocol.VersionRange{Min: 1, Max: 1}, typed((*Broker).handleShareGroupHeartbeat)},
+		77: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleShareGroupDescribe)},
+		78: {protocol.VersionRange{Min: 1, Max: 2}, typed((*Broker).handleShareFetch)},
+		79: {protocol.VersionRange{Min: 1, Max: 2}, typed((*Broker).handleShareAcknowledge)},
 	}
 	served := make(map[int16]protocol.VersionRange, len(entries))
 	for key, e := range entries {

@@ -30,6 +30,7 @@ type Broker struct {
 	advertised  hostPort
 	apis        apiTable
 	groups      *groupCoordinator
+	shares      *shareManager // share groups and share partitions (share.go)
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
 
@@ -54,6 +55,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
+	b.shares = newShareManager(b, logger.With("component", "share"))
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
 	if logDefaults.Logger == nil {
@@ -88,6 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.replicas.Close()
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
+	b.shares.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
@@ -156,6 +159,7 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
 		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
+		b.shares.close() // parked ShareFetches answer; dirty share state is written
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}
