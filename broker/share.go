@@ -60,7 +60,6 @@ type shareGroupEntry struct {
 	dirty bool
 }
 
-
 type shareManager struct {
 	broker *Broker
 	logger *slog.Logger
