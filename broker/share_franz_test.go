@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -134,4 +136,124 @@ func awaitShareDone(t testing.TB, b *Broker, group, topic string, partitions int
 		case <-poll.C:
 		}
 	}
+}
+
+// TestShareGroupRedeliversAfterLockTimeout: records a worker acquired and never acknowledged (it
+// stopped polling, as a hung worker does) go to another worker once their locks time out, with their
+// delivery count raised (by one, or more when the hung client's own prefetch took them again
+// before they timed out once more).
+func TestShareGroupRedeliversAfterLockTimeout(t *testing.T) {
+	b := startBroker(t, nil)
+	admin := franzClient(t, b)
+	franzCreateTopic(t, admin, "jobs", 1)
+	setGroupConfigs(t, admin, "workers", map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "1000"})
+	produceNumbered(t, b, "jobs", 100)
+
+	hung := franzClient(t, b, kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"))
+	ctx := groupTestContext(t)
+	var held []*kgo.Record
+	for len(held) == 0 {
+		held = hung.PollRecords(ctx, 1000).Records()
+	}
+	hungAt := time.Now()
+	var mu sync.Mutex
+	redelivered := map[int64]int32{}
+	var lastRedelivery time.Time
+	accepted := acceptLedger{newLedger()}
+	startShareWorker(t, b, "workers", "jobs", func(r *kgo.Record) kgo.AckStatus {
+		mu.Lock()
+		if r.DeliveryCount() > 1 {
+			redelivered[r.Offset] = r.DeliveryCount()
+			lastRedelivery = time.Now()
+		}
+		mu.Unlock()
+		return accepted.accept(r)
+	})
+	accepted.awaitUnique(ctx, t, 100)
+	accepted.check(t, "after lock timeout", 100, true)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range held {
+		if redelivered[r.Offset] < 2 {
+			t.Errorf("offset %d held by the hung worker: redelivered with delivery count %d, want 2 or more", r.Offset, redelivered[r.Offset])
+		}
+	}
+	t.Logf("%d records held by a hung worker; the last redelivered %v after it stopped (lock 1 s)", len(held), lastRedelivery.Sub(hungAt))
+}
+
+// TestShareGroupArchivesPastDeliveryLimit: rejected records are archived at once, released ones
+// after share.delivery.count.limit deliveries; neither is delivered again, and the partition ends
+// with nothing in flight.
+func TestShareGroupArchivesPastDeliveryLimit(t *testing.T) {
+	b := startBroker(t, nil)
+	admin := franzClient(t, b)
+	franzCreateTopic(t, admin, "jobs", 2)
+	setGroupConfigs(t, admin, "workers", map[string]string{"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "3"})
+	const total = 1000
+	produceNumbered(t, b, "jobs", total)
+	var mu sync.Mutex
+	deliveries := map[string]int{}
+	accepted := acceptLedger{newLedger()}
+	handle := func(r *kgo.Record) kgo.AckStatus {
+		mu.Lock()
+		deliveries[string(r.Value)]++
+		mu.Unlock()
+		n, _ := strconv.Atoi(string(r.Value))
+		switch n % 10 {
+		case 0:
+			return kgo.AckRelease
+		case 1:
+			return kgo.AckReject
+		}
+		return accepted.accept(r)
+	}
+	for range 3 {
+		startShareWorker(t, b, "workers", "jobs", handle)
+	}
+	awaitShareDone(t, b, "workers", "jobs", 2, total)
+	accepted.check(t, "accepted", total*8/10, true)
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range total {
+		want := 1
+		switch i % 10 {
+		case 0:
+			want = 3
+		}
+		if got := deliveries[strconv.Itoa(i)]; got != want {
+			t.Errorf("record %d delivered %d times, want %d", i, got, want)
+		}
+	}
+}
+
+// TestShareGroupStateSurvivesRestart: what was accepted before a broker restart is not delivered
+// after it, and nothing is lost.
+func TestShareGroupStateSurvivesRestart(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	b := startBrokerWith(t, cfg)
+	admin := franzClient(t, b)
+	franzCreateTopic(t, admin, "jobs", 2)
+	setGroupConfigs(t, admin, "workers", map[string]string{"share.auto.offset.reset": "earliest"})
+	const total = 2000
+	produceNumbered(t, b, "jobs", total)
+	accepted := acceptLedger{newLedger()}
+	first := startShareWorker(t, b, "workers", "jobs", accepted.accept, kgo.ShareMaxRecords(100), kgo.ShareMaxRecordsStrict())
+	accepted.awaitUnique(groupTestContext(t), t, total/4)
+	first.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	accepted.mu.Lock()
+	before := len(accepted.seen)
+	accepted.mu.Unlock()
+
+	cfg.Metrics = metrics.NewSet()
+	b = startBrokerWith(t, cfg)
+	startShareWorker(t, b, "workers", "jobs", accepted.accept)
+	accepted.awaitUnique(groupTestContext(t), t, total)
+	t.Logf("%d records accepted before the restart", before)
+	accepted.check(t, "across a restart", total, true)
+	awaitShareDone(t, b, "workers", "jobs", 2, total)
 }
