@@ -13,7 +13,7 @@ package broker
 // whose records are then delivered again (at-least-once). Acquisition locks are never persisted.
 // A partition whose leadership moves is loaded afresh by its new leader from the coordinator.
 //
-// Lock order: shareManager.mu only; no other lock is taken under it except a partition's log reads
+// Lock order: shareManager.persistMu, then shareManager.mu; no other lock is taken under it except a partition's log reads
 // (which take no broker lock). Responses are never sent under it.
 
 import (
@@ -74,9 +74,11 @@ type shareManager struct {
 		closed  bool
 	}
 	persistWake chan struct{}
-	done        chan struct{}
-	persisted   chan struct{} // closed once the final flush ran
-	started     bool
+	// persistMu makes each batch's snapshot and write one step, so batches land in order.
+	persistMu sync.Mutex
+	done      chan struct{}
+	persisted chan struct{} // closed once the final flush ran
+	started   bool
 }
 
 func newShareManager(b *Broker, logger *slog.Logger) *shareManager {
@@ -320,7 +322,9 @@ func (m *shareManager) persistLoop() {
 }
 
 // persistOnce writes everything dirty as one batch; on failure it is marked dirty again.
-func (m *shareManager) persistOnce() {
+func (m *shareManager) persistOnce() error {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
 	var write coordinator.GroupStateWrite
 	var partitions []*sharePartitionEntry
 	var groups []*shareGroupEntry
@@ -349,13 +353,13 @@ func (m *shareManager) persistOnce() {
 	}
 	m.mu.Unlock()
 	if write.Empty() {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err := m.broker.coordinator.WriteGroupState(ctx, write)
 	cancel()
 	if err == nil {
-		return
+		return nil
 	}
 	if !errors.Is(err, coordinator.ErrClosed) {
 		m.logger.Warn("share state write failed; retrying", "partitions", len(write.SharePartitions), "err", err)
@@ -376,4 +380,5 @@ func (m *shareManager) persistOnce() {
 			m.wakePersister()
 		}
 	}
+	return err
 }
