@@ -87,6 +87,8 @@ func newAPITable() apiTable {
 		44: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleIncrementalAlterConfigs)},
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
+		68: {protocol.VersionRange{Min: 1, Max: 1}, typed((*Broker).handleConsumerGroupHeartbeat)},
+		69: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleConsumerGroupDescribe)},
 		76: {protocol.VersionRange{Min: 1, Max: 1}, typed((*Broker).handleShareGroupHeartbeat)},
 		77: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleShareGroupDescribe)},
 		78: {protocol.VersionRange{Min: 1, Max: 2}, typed((*Broker).handleShareFetch)},

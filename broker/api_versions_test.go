@@ -38,6 +38,8 @@ var servedAPIs = map[int16][2]int16{
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster
+	68: {1, 1},  // ConsumerGroupHeartbeat
+	69: {0, 1},  // ConsumerGroupDescribe
 	76: {1, 1},  // ShareGroupHeartbeat
 	77: {0, 1},  // ShareGroupDescribe
 	78: {1, 2},  // ShareFetch

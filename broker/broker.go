@@ -31,8 +31,10 @@ type Broker struct {
 	apis        apiTable
 	groups      *groupCoordinator
 	shares      *shareManager // share groups and share partitions (share.go)
-	producerIDs *producerIDAllocator
-	replicas    *replication.Manager
+	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
+	consumerGroups *consumerGroups
+	producerIDs    *producerIDAllocator
+	replicas       *replication.Manager
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -56,6 +58,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
 	b.shares = newShareManager(b, logger.With("component", "share"))
+	b.consumerGroups = newConsumerGroups(b, logger.With("component", "consumer-groups"))
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
 	if logDefaults.Logger == nil {
@@ -91,6 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
 	b.shares.start()
+	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
@@ -160,6 +164,7 @@ func (b *Broker) Close(ctx context.Context) error {
 		close(b.stop)
 		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
 		b.shares.close() // parked ShareFetches answer; dirty share state is written
+		b.consumerGroups.close()
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}

@@ -41,6 +41,9 @@ func (b *Broker) groupKindOf(id string) (groupKind, bool) {
 	if b.shares.knownShareGroup(id) {
 		return groupKindShare, true
 	}
+	if b.consumerGroups.known(id) {
+		return groupKindConsumer, true
+	}
 	if len(b.groups.describe([]string{id})) > 0 {
 		return groupKindClassic, true
 	}
@@ -60,36 +63,39 @@ func (b *Broker) groupTypeConflict(id string, kind groupKind) error {
 	return fmt.Errorf("broker: group %q is a %s group, not a %s group: %w", id, existing, kind, code)
 }
 
-// listGroupsOfNewKinds lists the share groups for ListGroups (types "share"; v5 names the type)
-// and removes their ids from the classic summaries (where committed offsets alone would list them).
+// listGroupsOfNewKinds lists the share and KIP-848 consumer groups for ListGroups (v5 names their
+// type) and removes their ids from the classic summaries (where committed offsets alone would list
+// them as classic).
 func (b *Broker) listGroupsOfNewKinds(req *kmsg.ListGroupsRequest, summaries map[string]groupSummary) []kmsg.ListGroupsResponseGroup {
-	var out []kmsg.ListGroupsResponseGroup
+	type entry struct{ kind, state string }
+	entries := map[string]entry{}
 	state := b.coordinator.GroupState()
-	ids := map[string]bool{}
 	for _, id := range state.Groups() {
-		if record, ok := state.Record(id); ok && record.Type == coordinator.GroupTypeShare {
-			ids[id] = true
+		if record, ok := state.Record(id); ok {
+			entries[id] = entry{record.Type, "Empty"}
 		}
 	}
 	m := b.shares
 	m.mu.Lock()
-	states := map[string]string{}
 	for id, e := range m.mu.groups {
-		ids[id] = true
-		states[id] = e.group.State()
+		entries[id] = entry{coordinator.GroupTypeShare, e.group.State()}
 	}
 	m.mu.Unlock()
-	for _, id := range slices.Sorted(maps.Keys(ids)) {
+	c := b.consumerGroups
+	c.mu.Lock()
+	for id, g := range c.mu.groups {
+		entries[id] = entry{coordinator.GroupTypeConsumer, g.State()}
+	}
+	c.mu.Unlock()
+	var out []kmsg.ListGroupsResponseGroup
+	for _, id := range slices.Sorted(maps.Keys(entries)) {
+		e := entries[id]
 		delete(summaries, id)
-		groupState := states[id]
-		if groupState == "" {
-			groupState = "Empty"
-		}
-		if !listWanted(req.TypesFilter, "share") || !listWanted(req.StatesFilter, groupState) {
+		if !listWanted(req.TypesFilter, e.kind) || !listWanted(req.StatesFilter, e.state) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = id, "share", groupState, "share"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = id, e.kind, e.state, e.kind
 		out = append(out, rg)
 	}
 	return out
