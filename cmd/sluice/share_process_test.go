@@ -274,3 +274,136 @@ func TestShareGroupTwentyWorkersAcceptance(t *testing.T) {
 	t.Logf("per worker: %v", perWorker)
 	t.Logf("records held by the killed workers were delivered again at most %v after the kill", redeliveryDelay.Round(time.Millisecond))
 }
+
+// TestShareGroupRedeliveryAfterWorkerKill: a `sluice consume --share-group` worker that holds
+// records (blocked writing them to a stdout nobody reads) is killed; its connection closes and the
+// broker releases its records at once, long before their 30 s locks would end: another worker
+// gets them (delivery count 2) promptly.
+func TestShareGroupRedeliveryAfterWorkerKill(t *testing.T) {
+	brokers := startSluiced(t)
+	ok(t, brokers, nil, "topic", "create", "jobs", "--partitions", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.DefaultProduceTopic("jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 2000
+	value := make([]byte, 1024)
+	var records []*kgo.Record
+	for i := range total {
+		v := append([]byte(strconv.Itoa(i)+" "), value...)
+		records = append(records, &kgo.Record{Value: v})
+	}
+	if err := producer.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	producer.Close()
+
+	// The held worker: its stdout is a pipe the test never reads, so it blocks mid-batch.
+	held := exec.Command(sluiceBinary, "consume", "jobs", "--share-group", "workers", "--from-beginning")
+	held.Env = append(os.Environ(), "SLUICE_BROKERS="+brokers)
+	stdout, err := held.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer held.Wait()
+	defer held.Process.Kill()
+	first := make([]byte, 1)
+	if _, err := stdout.Read(first); err != nil { // it acquired records and started writing them
+		t.Fatal(err)
+	}
+
+	type delivery struct {
+		count int32
+		at    time.Time
+	}
+	var mu sync.Mutex
+	got := map[string]delivery{}
+	changed := make(chan struct{}, 1)
+	other, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pollCtx.Err() == nil {
+			other.PollRecords(pollCtx, 500).EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				got[string(r.Value[:bytesIndex(r.Value, ' ')])] = delivery{r.DeliveryCount(), time.Now()}
+				mu.Unlock()
+				r.Ack(kgo.AckAccept)
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			})
+		}
+	}()
+	defer func() { stopPolling(); <-done }()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got)
+	}
+	// The other worker takes everything the held one does not hold, then runs dry.
+	for last := -1; ; {
+		select {
+		case <-changed:
+			continue
+		case <-time.After(2 * time.Second): // no delivery for 2 s: the rest is held
+		case <-ctx.Done():
+			t.Fatal("the other worker never ran dry")
+		}
+		if n := count(); n == last {
+			break
+		} else {
+			last = n
+		}
+	}
+	heldCount := total - count()
+	if heldCount == 0 {
+		t.Fatal("the held worker holds nothing")
+	}
+	killedAt := time.Now()
+	held.Process.Signal(syscall.SIGKILL)
+	for count() < total {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d records delivered after the kill", count(), total)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var slowest time.Duration
+	redelivered := 0
+	for _, d := range got {
+		if d.count > 1 {
+			redelivered++
+			slowest = max(slowest, d.at.Sub(killedAt))
+		}
+	}
+	if redelivered != heldCount {
+		t.Errorf("%d records came with delivery count 2, the killed worker held %d", redelivered, heldCount)
+	}
+	if slowest > 15*time.Second {
+		t.Errorf("redelivery took %v: the locks (30 s) ran out rather than the kill releasing them", slowest)
+	}
+	t.Logf("a killed worker held %d records; all were delivered to another worker within %v of the kill", heldCount, slowest.Round(time.Millisecond))
+}
+
+func bytesIndex(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return len(b)
+}
