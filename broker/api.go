@@ -74,7 +74,7 @@ func newAPITable() apiTable {
 		13: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleLeaveGroup)},
 		14: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleSyncGroup)},
 		15: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleDescribeGroups)},
-		16: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleListGroups)},
+		16: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleListGroups)},
 		18: {protocol.VersionRange{Min: 0, Max: 4}, nil}, // ApiVersions: answered before decoding
 		19: {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleCreateTopics)},
 		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
@@ -95,6 +95,15 @@ func newAPITable() apiTable {
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
 		65: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeTransactions)},
 		66: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleListTransactions)},
+		68: {protocol.VersionRange{Min: 1, Max: 1}, typed((*Broker).handleConsumerGroupHeartbeat)},
+		69: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleConsumerGroupDescribe)},
+		76: {protocol.VersionRange{Min: 1, Max: 1}, typed((*Broker).handleShareGroupHeartbeat)},
+		77: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleShareGroupDescribe)},
+		78: {protocol.VersionRange{Min: 1, Max: 2}, typed((*Broker).handleShareFetch)},
+		79: {protocol.VersionRange{Min: 1, Max: 2}, typed((*Broker).handleShareAcknowledge)},
+		90: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeShareGroupOffsets)},
+		91: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleAlterShareGroupOffsets)},
+		92: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDeleteShareGroupOffsets)},
 	}
 	served := make(map[int16]protocol.VersionRange, len(entries))
 	for key, e := range entries {

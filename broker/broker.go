@@ -34,6 +34,9 @@ type Broker struct {
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
 	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
+	shares      *shareManager   // share groups and share partitions (share.go)
+	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
+	consumerGroups *consumerGroups
 
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
@@ -61,6 +64,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
+	b.shares = newShareManager(b, logger.With("component", "share"))
+	b.consumerGroups = newConsumerGroups(b, logger.With("component", "consumer-groups"))
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
 	if logDefaults.Logger == nil {
@@ -98,6 +103,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.replicas.Close()
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
+	b.shares.start()
+	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
 	b.txns = newTxnCoordinator(b, b.metrics.set)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
@@ -169,6 +176,8 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
 		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
+		b.shares.close() // parked ShareFetches answer; dirty share state is written
+		b.consumerGroups.close()
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}
