@@ -82,11 +82,15 @@ func newAPITable() apiTable {
 		23: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleOffsetForLeaderEpoch)},
 		32: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeConfigs)},
 		33: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleAlterConfigs)},
+		35: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeLogDirs)},
 		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},
 		42: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleDeleteGroups)},
 		44: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleIncrementalAlterConfigs)},
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
+		48: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeClientQuotas)},
+		49: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleAlterClientQuotas)},
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
+		61: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeProducers)},
 	}
 	served := make(map[int16]protocol.VersionRange, len(entries))
 	for key, e := range entries {

@@ -33,11 +33,15 @@ var servedAPIs = map[int16][2]int16{
 	23: {0, 4},  // OffsetForLeaderEpoch
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
+	35: {0, 4},  // DescribeLogDirs
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
+	48: {0, 1},  // DescribeClientQuotas
+	49: {0, 1},  // AlterClientQuotas
 	60: {0, 1},  // DescribeCluster
+	61: {0, 0},  // DescribeProducers
 }
 
 func TestApiVersions(t *testing.T) {
