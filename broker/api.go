@@ -85,6 +85,7 @@ func newAPITable() apiTable {
 		35: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeLogDirs)},
 		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},
 		42: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleDeleteGroups)},
+		43: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleElectLeaders)},
 		44: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleIncrementalAlterConfigs)},
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
 		48: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeClientQuotas)},
@@ -110,7 +111,7 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 	r.metrics.requests.Inc()
 	if err != nil {
 		// Kafka closes a connection whose request it cannot parse or whose API it does not know.
-		b.logger.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
+		b.badRequestLog.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
 		r.failed()
 		r.skip()
 		s.conn.Close()
@@ -143,7 +144,7 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 }
 
 func (b *Broker) closeFor(r *request, reason string) {
-	b.logger.Warn("closing connection", "remote", r.session.conn.RemoteAddr(), "api", kmsg.NameForKey(r.header.APIKey),
+	b.badRequestLog.Warn("closing connection", "remote", r.session.conn.RemoteAddr(), "api", kmsg.NameForKey(r.header.APIKey),
 		"api_key", r.header.APIKey, "version", r.header.APIVersion, "reason", reason)
 	r.failed()
 	r.skip()

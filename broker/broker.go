@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/loglimit"
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -33,6 +34,10 @@ type Broker struct {
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
 
+	// badRequestLog rate-limits the warning for requests that close their connection: a client
+	// can send them at will.
+	badRequestLog *loglimit.Limiter
+
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
 	closing    atomic.Bool
@@ -51,6 +56,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
+	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
@@ -67,6 +73,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
+	b.registry.leaderElections = b.metrics.leaderElections
 
 	coordCfg := coordinator.DefaultConfig()
 	coordCfg.NodeID = cfg.NodeID
@@ -75,7 +82,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.Bootstrap = true
 	coordCfg.Voters = cfg.ControllerVoters
 	coordCfg.BrokerSessionTimeout, coordCfg.BrokerHeartbeatInterval = cfg.BrokerSessionTimeout, cfg.BrokerHeartbeatInterval
+	coordCfg.LeaderRebalanceInterval = cfg.LeaderRebalanceInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
+	coordCfg.Metrics = cfg.Metrics
 	if len(cfg.ControllerVoters) <= 1 {
 		// A one-voter cluster elects itself at once; short timeouts make startup quick.
 		coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
@@ -99,6 +108,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	netCfg.Address = cfg.Listen
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
+	netCfg.MaxConnections = cfg.MaxConnections
 	netCfg.Logger = logger.With("component", "netpoll")
 	netCfg.Metrics = cfg.Metrics
 	if b.server, err = netpoll.Listen(netCfg, b); err != nil {

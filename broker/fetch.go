@@ -279,7 +279,11 @@ func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int1
 	}
 	buf = appendNoTags(buf, flexible)
 	chunks = append(chunks, netpoll.Chunk{Bytes: buf})
-	b.metrics.fetchedBytes.Add(int(sent))
+	if req.ReplicaID >= 0 {
+		b.metrics.replicationSentBytes.Add(int(sent))
+	} else {
+		b.metrics.fetchedBytes.Add(int(sent))
+	}
 	if errorCode != 0 {
 		r.failed()
 	}

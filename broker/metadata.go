@@ -136,6 +136,15 @@ func (b *Broker) consumerOffsetsMetadata() kmsg.MetadataResponseTopic {
 func (b *Broker) localTopicMetadata(t *coordinator.Topic) kmsg.MetadataResponseTopic {
 	rt := topicMetadata(t)
 	b.registry.offline.markOffline(&rt, b.config.NodeID)
+	// Replicas on fenced (or unregistered) brokers are offline replicas (Metadata v5+).
+	brokers := b.coordinator.Metadata().Brokers
+	for i := range rt.Partitions {
+		for _, id := range rt.Partitions[i].Replicas {
+			if broker, ok := brokers[id]; !ok || broker.Fenced {
+				rt.Partitions[i].OfflineReplicas = append(rt.Partitions[i].OfflineReplicas, id)
+			}
+		}
+	}
 	return rt
 }
 

@@ -197,8 +197,12 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	if err != nil {
 		return p, segment.AppendResult{}, err
 	}
-	if acks == -1 && state.isrSize < state.minInsync {
-		return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", state.isrSize, state.minInsync, protocol.NotEnoughReplicas)
+	if acks == -1 && state.minInsync > 1 {
+		// The committed ISR, or fewer when followers stopped fetching and the controller cannot
+		// shrink it yet (no Raft majority): see replication.Replica.InSyncCount.
+		if inSync := min(state.isrSize, p.replica.InSyncCount(time.Now())); inSync < state.minInsync {
+			return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", inSync, state.minInsync, protocol.NotEnoughReplicas)
+		}
 	}
 	appended, duplicate, err := p.appendPending(records, pending)
 	if refused := (protocol.ErrorCode{}); errors.As(err, &refused) {
