@@ -58,6 +58,8 @@ type Config struct {
 
 	// Replication holds the follower fetch and ISR settings (NodeID is taken from NodeID above).
 	Replication replication.Config
+	// Transactions configures the transaction coordinator (txn_config.go).
+	Transactions TransactionConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
@@ -88,6 +90,7 @@ func DefaultConfig() Config {
 		RetentionCheckInterval:   5 * time.Minute,
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
+		Transactions:             DefaultTransactionConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 	}
@@ -143,6 +146,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Groups.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Transactions.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -99,6 +99,8 @@ func (b *Broker) handleDescribeConfigs(r *request, req *kmsg.DescribeConfigsRequ
 			} else {
 				err = fmt.Errorf("broker: node %d cannot describe broker %q: %w", b.config.NodeID, resource.ResourceName, protocol.InvalidRequest)
 			}
+		case resourceGroup:
+			entries, err = b.groupConfigEntries(resource.ResourceName, resource.ConfigNames)
 		default:
 			err = fmt.Errorf("broker: resource type %d is not served: %w", resource.ResourceType, protocol.InvalidRequest)
 		}

@@ -30,8 +30,10 @@ type fetchPartitionResult struct {
 	partition      int32
 	errorCode      int16
 	highWatermark  int64
+	lastStable     int64 // the last stable offset (fetch_txn.go)
 	logStartOffset int64
 	slice          segment.Slice
+	aborted        []segment.AbortedTxn // read_committed only
 }
 
 type fetchTopicResult struct {
@@ -154,7 +156,7 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 	for _, rt := range req.Topics {
 		topic := fetchTopicResult{topic: rt.Topic, topicID: rt.TopicID, partitions: make([]fetchPartitionResult, 0, len(rt.Partitions))}
 		for _, rp := range rt.Partitions {
-			result := fetchPartitionResult{partition: rp.Partition, highWatermark: -1, logStartOffset: -1}
+			result := fetchPartitionResult{partition: rp.Partition, highWatermark: -1, lastStable: -1, logStartOffset: -1}
 			if req.Version >= 13 && rt.Topic == "" {
 				result.errorCode = protocol.UnknownTopicID.Code
 				failed = true
@@ -185,6 +187,13 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 				result.highWatermark = high
 			} else {
 				result.highWatermark = upTo
+				if result.lastStable, err = b.fetchUpTo(p, req.IsolationLevel, upTo); err != nil {
+					result.errorCode = protocol.KafkaStorageError.Code
+					failed = true
+					topic.partitions = append(topic.partitions, result)
+					continue
+				}
+				upTo = result.lastStable
 				if epoch := p.state.Load().leaderEpoch; req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != epoch {
 					result.errorCode = protocol.FencedLeaderEpoch.Code
 					if rp.CurrentLeaderEpoch > epoch {
@@ -221,6 +230,9 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 					result.slice = slice
 					total += slice.Size
 					remaining -= slice.Size
+					if req.IsolationLevel == 1 && req.ReplicaID < 0 && slice.Size > 0 {
+						result.aborted = p.abortedTransactions(rp.FetchOffset, upTo)
+					}
 				}
 			}
 			topic.partitions = append(topic.partitions, result)
@@ -255,15 +267,11 @@ func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int1
 			buf = appendInt32(buf, p.partition)
 			buf = appendInt16(buf, p.errorCode)
 			buf = appendInt64(buf, p.highWatermark)
-			buf = appendInt64(buf, p.highWatermark) // last stable offset: no transactions
+			buf = appendInt64(buf, p.lastStable)
 			if version >= 5 {
 				buf = appendInt64(buf, p.logStartOffset)
 			}
-			if req.IsolationLevel == 1 {
-				buf = appendArrayLength(buf, 0, flexible) // read_committed: no aborted transactions
-			} else {
-				buf = appendArrayLength(buf, -1, flexible)
-			}
+			buf = appendAbortedTransactions(buf, req.IsolationLevel, p.aborted, flexible)
 			if version >= 11 {
 				buf = appendInt32(buf, -1) // preferred read replica
 			}

@@ -8,14 +8,14 @@ package broker
 // structure CORRUPT_MESSAGE; record count disagreeing with the offset delta, or a control batch sent
 // by a client, INVALID_RECORD; acks=-1 with fewer in-sync replicas than min.insync.replicas
 // NOT_ENOUGH_REPLICAS; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a failed log
-// KAFKA_STORAGE_ERROR; transactional producers (not served) TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-// internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
+// KAFKA_STORAGE_ERROR; internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
 // idempotence rules of producer_sequence.go: a fenced epoch INVALID_PRODUCER_EPOCH, a sequence gap
 // OUT_OF_ORDER_SEQUENCE_NUMBER, a negative sequence INVALID_RECORD, and a duplicate of one of the
-// producer's last five batches success with its original offset, appending nothing. From v13 topics
+// producer's last five batches success with its original offset, appending nothing. Transactional
+// batches open the producer's transaction on the partition (partition_txn.go); they are not checked
+// against the coordinator's partition list (KIP-890 verification is not done). From v13 topics
 // are named by id (KIP-516) and answered by id; an unknown id gets UNKNOWN_TOPIC_ID. v10 and v11 add
-// response tags (current leader, node endpoints) that are never set; v12 (KIP-890's implicit
-// AddPartitionsToTxn) changes nothing for the producers served here.
+// response tags (current leader, node endpoints) that are never set.
 
 import (
 	"errors"
@@ -55,10 +55,6 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 		refuse(protocol.InvalidRequiredAcks.Code)
 		return
 	}
-	if req.TransactionID != nil {
-		refuse(protocol.TransactionalIDAuthorizationFailed.Code)
-		return
-	}
 
 	type pendingFlush struct {
 		partition  *partition
@@ -87,7 +83,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 			var appended segment.AppendResult
 			err := unknownID
 			if err == nil {
-				p, appended, err = b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks)
+				p, appended, err = b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks, req.TransactionID != nil)
 			}
 			if p != nil {
 				result.LogStartOffset = p.log.LogStartOffset()
@@ -170,7 +166,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 }
 
 // produceToPartition checks and appends one partition's batches.
-func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16) (*partition, segment.AppendResult, error) {
+func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16, transactional bool) (*partition, segment.AppendResult, error) {
 	if coordinator.IsInternalTopicName(topic) {
 		// Kafka refuses client writes to internal topics this way; sluice's __consumer_offsets is
 		// not even a log (offsets live in the Raft coordinator).
@@ -191,6 +187,9 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 		}
 		if h.IsControl() {
 			return fmt.Errorf("broker: clients may not send control batches: %w", protocol.InvalidRecord)
+		}
+		if transactional && (!h.IsTransactional() || h.ProducerID < 0) {
+			return fmt.Errorf("broker: a transactional produce carries a batch outside any transaction: %w", protocol.InvalidRecord)
 		}
 		return nil
 	}, space[:0])
