@@ -17,7 +17,9 @@ import (
 const (
 	recoveryPointFile = "recovery-point"
 	cleanShutdownFile = "clean-shutdown"
-	recoveryPointSize = 28
+	recoveryPointSize = 52
+	// legacyRecoveryPointSize is the point without the time index fields (written by older versions).
+	legacyRecoveryPointSize = 28
 	// recoveryChunk is how much of a data file recovery reads at a time.
 	recoveryChunk = 4 << 20
 	// verifyAttempts bounds how many index entries recovery tries before scanning a whole segment.
@@ -30,6 +32,27 @@ type recoveryPoint struct {
 	segmentBase int64
 	position    int64
 	nextOffset  int64
+	// timeEntries is the number of time index entries the segment's time index file held when the
+	// point was written, and lastTime the last of them; -1 when not known. Entries for every batch
+	// below position are among them.
+	timeEntries int64
+	lastTime    index.TimeEntry
+}
+
+// unknownTimeIndex is a recovery point's time index fields when the file may not hold the entries.
+const unknownTimeIndex = -1
+
+// timeIndexIntact reports whether s's time index holds, unchanged, the entries the point recorded:
+// then no entry for a batch below the point was lost, and the time index needs no replay.
+func (p recoveryPoint) timeIndexIntact(s *segment) bool {
+	if p.timeEntries < 0 || int64(s.times.Len()) < p.timeEntries {
+		return false
+	}
+	if p.timeEntries == 0 {
+		return true
+	}
+	entries := s.times.Entries()
+	return entries[p.timeEntries-1] == p.lastTime
 }
 
 // Open opens the log in dir, creating dir and an empty first segment when there is none, and
@@ -101,9 +124,10 @@ func Open(dir string, cfg Config) (*Log, error) {
 		case hasPoint && base == point.segmentBase && point.position <= fileSize:
 			durable = durablePoint{position: point.position, offset: point.nextOffset, checkpoint: true}
 			from = s.verifiedEntry(point.position, &cfg)
-			// The two index files are written separately and not fsynced: after a crash the time
-			// index may lack entries the offset index has.
-			replay = true
+			// The two index files are written separately and not fsynced: after a machine crash
+			// the time index may lack entries the offset index has. The point says how many it
+			// held when the point was written; only a time index that lost some is replayed.
+			replay = !point.timeIndexIntact(s)
 		default:
 			// Nothing of the active segment is known to be durable: all of it may be a torn tail.
 			durable = durablePoint{offset: -1}
@@ -171,7 +195,8 @@ func Open(dir string, cfg Config) (*Log, error) {
 		closeAll()
 		return nil, err
 	}
-	l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: active.size(), nextOffset: active.nextOffset()}, false)
+	// Recovery may have rebuilt index entries the files do not hold yet: the time index is unknown.
+	l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: active.size(), nextOffset: active.nextOffset(), timeEntries: unknownTimeIndex}, false)
 	l.flush.start(l, active.nextOffset())
 	return l, nil
 }
@@ -206,17 +231,25 @@ func listSegments(dir string) ([]int64, error) {
 
 func readRecoveryPoint(dir string) (recoveryPoint, bool) {
 	raw, err := os.ReadFile(filepath.Join(dir, recoveryPointFile))
-	if err != nil || len(raw) != recoveryPointSize {
+	if err != nil || (len(raw) != recoveryPointSize && len(raw) != legacyRecoveryPointSize) {
 		return recoveryPoint{}, false
 	}
-	if crc32.Checksum(raw[:24], castagnoli) != binary.BigEndian.Uint32(raw[24:]) {
+	body := len(raw) - 4
+	if crc32.Checksum(raw[:body], castagnoli) != binary.BigEndian.Uint32(raw[body:]) {
 		return recoveryPoint{}, false
 	}
-	return recoveryPoint{
+	p := recoveryPoint{
 		segmentBase: int64(binary.BigEndian.Uint64(raw)),
 		position:    int64(binary.BigEndian.Uint64(raw[8:])),
 		nextOffset:  int64(binary.BigEndian.Uint64(raw[16:])),
-	}, true
+		timeEntries: unknownTimeIndex,
+	}
+	if len(raw) == recoveryPointSize {
+		p.timeEntries = int64(binary.BigEndian.Uint64(raw[24:]))
+		p.lastTime.Timestamp = int64(binary.BigEndian.Uint64(raw[32:]))
+		p.lastTime.Offset = int64(binary.BigEndian.Uint64(raw[40:]))
+	}
+	return p, true
 }
 
 // writeRecoveryPoint overwrites the recovery point in place. It is written after the fsync that made
@@ -229,7 +262,10 @@ func (l *Log) writeRecoveryPoint(p recoveryPoint, durable bool) error {
 	binary.BigEndian.PutUint64(raw[:], uint64(p.segmentBase))
 	binary.BigEndian.PutUint64(raw[8:], uint64(p.position))
 	binary.BigEndian.PutUint64(raw[16:], uint64(p.nextOffset))
-	binary.BigEndian.PutUint32(raw[24:], crc32.Checksum(raw[:24], castagnoli))
+	binary.BigEndian.PutUint64(raw[24:], uint64(p.timeEntries))
+	binary.BigEndian.PutUint64(raw[32:], uint64(p.lastTime.Timestamp))
+	binary.BigEndian.PutUint64(raw[40:], uint64(p.lastTime.Offset))
+	binary.BigEndian.PutUint32(raw[48:], crc32.Checksum(raw[:48], castagnoli))
 	path := filepath.Join(l.dir, recoveryPointFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
