@@ -11,18 +11,19 @@
 //	recovery-point                  a position known to be fsynced (see below)
 //	clean-shutdown                  present only between a clean Close and the next Open
 //
-// recovery-point file (52 bytes, big-endian; a 28-byte one from older versions has bytes 0..23 and
-// its CRC, and its time index counts as unknown):
+// recovery-point file (56 bytes, big-endian; bytes 0..27 are the whole file older versions wrote,
+// which is still read, its time index counting as unknown):
 //
 //	offset  size  field
 //	     0     8  base offset of the segment
 //	     8     8  byte position in that segment: every byte before it was fdatasynced
 //	    16     8  next offset at that position
-//	    24     8  time index entries the segment's .timeindex file held when the point was written
+//	    24     4  CRC-32C of bytes 0..23
+//	    28     8  time index entries the segment's .timeindex file held when the point was written
 //	              (-1: unknown); the entries of every batch before the position are among them
-//	    32     8  timestamp of the last of those entries
-//	    40     8  offset of the last of those entries
-//	    48     4  CRC-32C of bytes 0..47
+//	    36     8  timestamp of the last of those entries
+//	    44     8  offset of the last of those entries
+//	    52     4  CRC-32C of bytes 0..51 (when it fails, the point stands and the time index is unknown)
 //
 // Invariants:
 //   - Offsets are dense: each batch's baseOffset is the previous batch's last offset + 1, and each

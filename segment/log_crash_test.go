@@ -536,15 +536,13 @@ func TestStaleRecoveryPoint(t *testing.T) {
 		binary.BigEndian.PutUint64(raw, uint64(segmentBase))
 		binary.BigEndian.PutUint64(raw[8:], uint64(position))
 		binary.BigEndian.PutUint64(raw[16:], uint64(next))
-		binary.BigEndian.PutUint64(raw[24:], 1000)
-		binary.BigEndian.PutUint32(raw[48:], crc32.Checksum(raw[:48], castagnoli))
+		binary.BigEndian.PutUint32(raw[24:], crc32.Checksum(raw[:24], castagnoli))
+		binary.BigEndian.PutUint64(raw[28:], 1000)
+		binary.BigEndian.PutUint32(raw[52:], crc32.Checksum(raw[:52], castagnoli))
 		return raw
 	}
 	legacy := func(segmentBase, position, next int64) []byte {
-		raw := make([]byte, legacyRecoveryPointSize)
-		copy(raw, point(segmentBase, position, next)[:24])
-		binary.BigEndian.PutUint32(raw[24:], crc32.Checksum(raw[:24], castagnoli))
-		return raw
+		return point(segmentBase, position, next)[:legacyRecoveryPointSize]
 	}
 	badCRC := point(activeBase, 100, end)
 	badCRC[3] ^= 1

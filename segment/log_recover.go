@@ -17,8 +17,9 @@ import (
 const (
 	recoveryPointFile = "recovery-point"
 	cleanShutdownFile = "clean-shutdown"
-	recoveryPointSize = 52
-	// legacyRecoveryPointSize is the point without the time index fields (written by older versions).
+	recoveryPointSize = 56
+	// legacyRecoveryPointSize is the point without the time index fields, as older versions wrote it;
+	// the current format begins with it, so that readers of the old one still read the point.
 	legacyRecoveryPointSize = 28
 	// recoveryChunk is how much of a data file recovery reads at a time.
 	recoveryChunk = 4 << 20
@@ -234,8 +235,7 @@ func readRecoveryPoint(dir string) (recoveryPoint, bool) {
 	if err != nil || (len(raw) != recoveryPointSize && len(raw) != legacyRecoveryPointSize) {
 		return recoveryPoint{}, false
 	}
-	body := len(raw) - 4
-	if crc32.Checksum(raw[:body], castagnoli) != binary.BigEndian.Uint32(raw[body:]) {
+	if crc32.Checksum(raw[:24], castagnoli) != binary.BigEndian.Uint32(raw[24:]) {
 		return recoveryPoint{}, false
 	}
 	p := recoveryPoint{
@@ -244,10 +244,11 @@ func readRecoveryPoint(dir string) (recoveryPoint, bool) {
 		nextOffset:  int64(binary.BigEndian.Uint64(raw[16:])),
 		timeEntries: unknownTimeIndex,
 	}
-	if len(raw) == recoveryPointSize {
-		p.timeEntries = int64(binary.BigEndian.Uint64(raw[24:]))
-		p.lastTime.Timestamp = int64(binary.BigEndian.Uint64(raw[32:]))
-		p.lastTime.Offset = int64(binary.BigEndian.Uint64(raw[40:]))
+	// A time index part that does not check out (a torn write) leaves the point itself usable.
+	if len(raw) == recoveryPointSize && crc32.Checksum(raw[:52], castagnoli) == binary.BigEndian.Uint32(raw[52:]) {
+		p.timeEntries = int64(binary.BigEndian.Uint64(raw[28:]))
+		p.lastTime.Timestamp = int64(binary.BigEndian.Uint64(raw[36:]))
+		p.lastTime.Offset = int64(binary.BigEndian.Uint64(raw[44:]))
 	}
 	return p, true
 }
@@ -262,10 +263,11 @@ func (l *Log) writeRecoveryPoint(p recoveryPoint, durable bool) error {
 	binary.BigEndian.PutUint64(raw[:], uint64(p.segmentBase))
 	binary.BigEndian.PutUint64(raw[8:], uint64(p.position))
 	binary.BigEndian.PutUint64(raw[16:], uint64(p.nextOffset))
-	binary.BigEndian.PutUint64(raw[24:], uint64(p.timeEntries))
-	binary.BigEndian.PutUint64(raw[32:], uint64(p.lastTime.Timestamp))
-	binary.BigEndian.PutUint64(raw[40:], uint64(p.lastTime.Offset))
-	binary.BigEndian.PutUint32(raw[48:], crc32.Checksum(raw[:48], castagnoli))
+	binary.BigEndian.PutUint32(raw[24:], crc32.Checksum(raw[:24], castagnoli))
+	binary.BigEndian.PutUint64(raw[28:], uint64(p.timeEntries))
+	binary.BigEndian.PutUint64(raw[36:], uint64(p.lastTime.Timestamp))
+	binary.BigEndian.PutUint64(raw[44:], uint64(p.lastTime.Offset))
+	binary.BigEndian.PutUint32(raw[52:], crc32.Checksum(raw[:52], castagnoli))
 	path := filepath.Join(l.dir, recoveryPointFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
