@@ -146,6 +146,11 @@ func TestBrokenListenerMarksServerFailed(t *testing.T) {
 	if server.Failed() != nil {
 		t.Fatalf("fresh server failed: %v", server.Failed())
 	}
+	// A round trip first: a connection still in the accept backlog would be reset by the shutdown.
+	client.send([]byte("accepted"))
+	if got := string(client.mustReadFrame()); got != "accepted" {
+		t.Fatalf("echo = %q", got)
+	}
 	// Shut the listening socket down underneath the accept loop (as a kernel or operator fault
 	// would): accept now fails with EINVAL on every call.
 	raw, err := server.acceptor.listener.SyscallConn()
