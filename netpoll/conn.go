@@ -34,6 +34,22 @@ type Conn struct {
 	// closeRequested is set by Close: stop decoding, close once answered.
 	closeRequested atomic.Bool
 
+	// What the connection holds, for the server-wide bounds and timeouts (see bounds.go).
+	// Written on the event loop (outputHeld also by Send), read by any goroutine.
+	inputHeld     atomic.Int64 // bytes in gnet's inbound buffer after the last pass
+	outputHeld    atomic.Int64 // answered, unwritten response bytes plus outbound buffer
+	inFlightCount atomic.Int64 // mirror of loop.inFlightRequests
+	lastActive    atomic.Int64 // unix nanoseconds of the last byte in or response retired
+	partialSince  atomic.Int64 // unix nanoseconds since the first buffered frame is incomplete; 0: none
+	// evictReason is set once when the server decides to close the connection at once.
+	evictReason atomic.Pointer[evictReason]
+	// evictMark is what evictLocked counted as being freed, and gone is set once the
+	// connection's bytes are released; guarded by Server.mu.
+	evictMark struct {
+		input, output int64
+		gone          bool
+	}
+
 	// loop is touched only on the connection's event loop.
 	loop connLoopState
 }
@@ -68,6 +84,11 @@ type connLoopState struct {
 
 	lastInboundBuffered int  // InboundBuffered at the end of the previous pass
 	watcherRegistered   bool // the socket is in the writability watcher's epoll set
+
+	accountedInput    int    // inbound bytes published in inputHeld and Server.bufferedInput
+	accountedOutbound int    // outbound-buffer bytes published in outputHeld and bufferedOutput
+	partialSequence   uint64 // nextSequence when partialSince was set: identifies the frame
+	evictionCounted   bool   // the eviction was logged and counted
 }
 
 // ID is unique among the server's connections for the server's lifetime.
@@ -114,10 +135,14 @@ func (c *Conn) process() gnet.Action {
 	}
 	if buffered := c.gnetConn.InboundBuffered(); buffered > state.lastInboundBuffered {
 		c.server.metrics.bytesIn.Add(buffered - state.lastInboundBuffered)
+		c.touch()
 	}
 	// While the pass runs, completions (including inline Sends from Serve) need no Wake.
 	c.wakePending.Store(true)
 	for {
+		if action, evicted := c.evicted(); evicted {
+			return action
+		}
 		progressed, action := c.step()
 		if action != gnet.None || state.closed {
 			return action
@@ -152,7 +177,15 @@ func (c *Conn) process() gnet.Action {
 		return gnet.Close
 	}
 	state.lastInboundBuffered = buffered
-	return gnet.None
+	if action := c.accountInput(buffered); action != gnet.None {
+		return action
+	}
+	// An eviction marked after the loop's last look found wakePending still set and sent no
+	// Wake: catch it here (the flag was cleared before this check).
+	if action, evicted := c.evicted(); evicted {
+		return action
+	}
+	return c.accountOutbound()
 }
 
 // draining reports whether the connection must stop decoding and close once answered.
@@ -225,10 +258,16 @@ func (c *Conn) admit(frameBytes int) bool {
 	if state.inFlightBytes > 0 && state.inFlightBytes+frameBytes > config.MaxInFlightBytes {
 		return false
 	}
+	// A client that does not read its responses gets no new ones built: its requests wait in
+	// the inbound buffer (where the server-wide input bound applies).
+	if state.inFlightRequests > 0 && c.outputHeld.Load() >= int64(config.MaxBufferedOutboundBytes) {
+		return false
+	}
 	if !c.server.reserveBudget(c, frameBytes) {
 		return false
 	}
 	state.inFlightRequests++
+	c.inFlightCount.Add(1)
 	state.inFlightBytes += frameBytes
 	return true
 }
@@ -242,12 +281,18 @@ func (c *Conn) retire(responder *Responder, err error) {
 	state.retireSequence++
 	state.retiredCount++
 	state.inFlightRequests--
+	c.inFlightCount.Add(-1)
 	state.inFlightBytes -= responder.frameBytes
 	c.server.releaseBudget(responder.frameBytes)
+	c.touch()
 	if err != nil {
-		responder.abandon() // may race a late Send, so leave its fields alone
+		// may race a late Send, so leave its fields alone
+		if previous := responder.abandon(); previous == responderReady {
+			c.holdOutput(-responder.heldBytes)
+		}
 		return
 	}
+	c.holdOutput(-responder.heldBytes)
 	if responder.done != nil {
 		responder.done(nil)
 	}
@@ -278,6 +323,7 @@ func (c *Conn) closed() {
 	}
 	clear(state.iov)
 	state.iov = state.iov[:0]
+	c.releaseAccounts()
 }
 
 // responderQueue is a FIFO ring of responders. Its length is bounded by MaxInFlightRequests.
