@@ -13,8 +13,9 @@ import (
 // Each connection publishes what it holds in two atomics, written on its event loop (and, for
 // output, by Send from any goroutine) and read by the others:
 //
-//   - inputHeld: bytes in gnet's inbound buffer at the end of its last pass, i.e. partially
-//     received frames and complete frames withheld by backpressure.
+//   - inputHeld: bytes in gnet's inbound buffer at the end of its last pass (partially
+//     received frames and complete frames withheld by backpressure), plus the whole size of a
+//     large frame being assembled out of it (see decode).
 //   - outputHeld: header and byte-chunk bytes of responses answered and not yet written, plus
 //     the bytes last seen in gnet's outbound buffer.
 //
@@ -25,7 +26,8 @@ import (
 // one excess evicts one connection, not one per pass that sees it; but past the bound plus
 // 1/evictionCeilingFraction of it (bytes keep arriving on other loops while a victim's loop
 // gets to close it) the next biggest is evicted too. So a sum stays under about 9/8 of its
-// bound, plus one read (64 KiB) per event loop or one response per Send.
+// bound, plus one read (64 KiB) per event loop or one response per Send. (A large frame whose
+// assembly starts counts whole at once, so it starts only while the bound leaves room.)
 //
 // gnet's ticker calls Server.tick, which closes connections idle for ConnectionsMaxIdle and
 // connections whose current frame has been partially received for RequestReceiveTimeout.
@@ -88,14 +90,14 @@ func (c *Conn) holdOutput(delta int64) {
 	}
 }
 
-// accountInput publishes the bytes left in gnet's inbound buffer at the end of a pass, notes
-// whether its first frame is incomplete, and enforces the server-wide input bound. Event loop
-// only.
-func (c *Conn) accountInput(buffered int) gnet.Action {
+// accountInput publishes the input the connection holds at the end of a pass (gnet's inbound
+// buffer plus the frame being assembled, counted whole), notes whether its first frame is
+// incomplete, and enforces the server-wide input bound. Event loop only.
+func (c *Conn) accountInput(held int) gnet.Action {
 	state := &c.loop
 	s := c.server
-	if delta := int64(buffered - state.accountedInput); delta != 0 {
-		state.accountedInput = buffered
+	if delta := int64(held - state.accountedInput); delta != 0 {
+		state.accountedInput = held
 		c.inputHeld.Add(delta)
 		total := s.bufferedInput.Add(delta)
 		if delta > 0 {
@@ -108,7 +110,7 @@ func (c *Conn) accountInput(buffered int) gnet.Action {
 			}
 		}
 	}
-	if c.partialFrame(buffered) {
+	if c.partialFrame() {
 		if c.partialSince.Load() == 0 || state.partialSequence != state.nextSequence {
 			state.partialSequence = state.nextSequence
 			c.partialSince.Store(time.Now().UnixNano())
@@ -119,8 +121,12 @@ func (c *Conn) accountInput(buffered int) gnet.Action {
 	return gnet.None
 }
 
-// partialFrame reports whether the first frame in the inbound buffer has not fully arrived.
-func (c *Conn) partialFrame(buffered int) bool {
+// partialFrame reports whether the connection's next frame has not fully arrived.
+func (c *Conn) partialFrame() bool {
+	if c.loop.assembling != nil {
+		return c.loop.assembled < len(c.loop.assembling)
+	}
+	buffered := c.gnetConn.InboundBuffered()
 	if buffered == 0 {
 		return false
 	}
@@ -185,6 +191,27 @@ func raisePeak(peak *atomic.Int64, value int64) {
 			return
 		}
 	}
+}
+
+// reserveInput raises the input the connection holds to held, if the server stays within
+// MaxBufferedInputBytes; it reports whether it did. Event loop only.
+func (c *Conn) reserveInput(held int) bool {
+	state := &c.loop
+	s := c.server
+	delta := int64(held - state.accountedInput)
+	for {
+		current := s.bufferedInput.Load()
+		if current+delta > s.config.MaxBufferedInputBytes {
+			return false
+		}
+		if s.bufferedInput.CompareAndSwap(current, current+delta) {
+			raisePeak(&s.peakBufferedInput, current+delta)
+			break
+		}
+	}
+	c.inputHeld.Add(delta)
+	state.accountedInput = held
+	return true
 }
 
 // touch records activity for the idle timeout.

@@ -1,6 +1,7 @@
 package netpoll
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -197,4 +198,38 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	if got := string(waiting.mustReadFrame()); got != "answered" {
 		t.Fatalf("held response = %q", got)
 	}
+}
+
+// Large frames are assembled out of gnet's buffer as they arrive (see decode); they must come
+// out byte-exact and in order with the small frames around them, including when the handler
+// holds them back.
+func TestLargeFramesAssembledInOrder(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxInFlightRequests = 1 // the assembled frame waits for the previous answer
+	server := startServer(t, cfg, echoHandler())
+	client := dial(t, server)
+	large := make([]byte, 5<<20)
+	for i := range large {
+		large[i] = byte(i * 7)
+	}
+	var pipeline []byte
+	pipeline = append(pipeline, frame([]byte("small-1"))...)
+	pipeline = append(pipeline, frame(large)...)
+	pipeline = append(pipeline, frame([]byte("small-2"))...)
+	pipeline = append(pipeline, frame(large[:3<<20])...)
+	go func() {
+		for len(pipeline) > 0 { // in pieces, so frames arrive partially
+			piece := min(len(pipeline), 100_000)
+			if _, err := client.conn.Write(pipeline[:piece]); err != nil {
+				return
+			}
+			pipeline = pipeline[piece:]
+		}
+	}()
+	for i, want := range [][]byte{[]byte("small-1"), large, []byte("small-2"), large[:3<<20]} {
+		if got := client.mustReadFrame(); !bytes.Equal(got, want) {
+			t.Fatalf("frame %d: %d bytes differ from the %d sent", i, len(got), len(want))
+		}
+	}
+	await(t, "input released", func() bool { return server.BufferedInputBytes() == 0 })
 }

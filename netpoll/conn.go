@@ -85,6 +85,11 @@ type connLoopState struct {
 	lastInboundBuffered int  // InboundBuffered at the end of the previous pass
 	watcherRegistered   bool // the socket is in the writability watcher's epoll set
 
+	// assembling is the large frame being moved out of gnet's buffer (see decode), of which
+	// assembled bytes have arrived; nil when none.
+	assembling []byte
+	assembled  int
+
 	accountedInput    int    // inbound bytes published in inputHeld and Server.bufferedInput
 	accountedOutbound int    // outbound-buffer bytes published in outputHeld and bufferedOutput
 	partialSequence   uint64 // nextSequence when partialSince was set: identifies the frame
@@ -171,13 +176,13 @@ func (c *Conn) process() gnet.Action {
 		}
 	}
 	buffered := c.gnetConn.InboundBuffered()
-	if limit := c.server.config.maxBufferedInboundBytes(); buffered > limit {
+	if limit := c.server.config.maxBufferedInboundBytes(); buffered+len(state.assembling) > limit {
 		c.server.overflowLog.Warn("netpoll: closing connection whose unread input exceeds the limit",
-			"remote", c.remoteAddr, "bufferedBytes", buffered, "limitBytes", limit)
+			"remote", c.remoteAddr, "bufferedBytes", buffered+len(state.assembling), "limitBytes", limit)
 		return gnet.Close
 	}
 	state.lastInboundBuffered = buffered
-	if action := c.accountInput(buffered); action != gnet.None {
+	if action := c.accountInput(buffered + len(state.assembling)); action != gnet.None {
 		return action
 	}
 	// An eviction marked after the loop's last look found wakePending still set and sent no
@@ -207,45 +212,84 @@ func (c *Conn) step() (progressed bool, action gnet.Action) {
 	return admitted || c.loop.retiredCount != retiredBefore, gnet.None
 }
 
+// Large frames are moved out of gnet's inbound ring buffer while they arrive: the ring doubles
+// its capacity as it fills (each old copy left as garbage), so a partial 99 MiB frame would cost
+// two to three times its size. Once a frame of at least assembleMinFrameBytes has
+// assembleStartBytes buffered, a buffer of its exact size is allocated (and counted whole
+// against the server-wide input bound, so only while that leaves room) and filled as bytes
+// arrive.
+const (
+	assembleMinFrameBytes = 1 << 20
+	assembleStartBytes    = 256 << 10
+)
+
 // decode hands every complete, admitted frame in the inbound buffer to the handler.
 func (c *Conn) decode() (admitted bool, action gnet.Action) {
 	state := &c.loop
 	config := &c.server.config
 	for !state.closed && !c.draining() {
-		buffered := c.gnetConn.InboundBuffered()
-		if buffered < frameHeaderBytes {
-			return admitted, gnet.None
+		if state.assembling == nil {
+			buffered := c.gnetConn.InboundBuffered()
+			if buffered < frameHeaderBytes {
+				return admitted, gnet.None
+			}
+			header, err := c.gnetConn.Peek(frameHeaderBytes)
+			if err != nil {
+				return admitted, gnet.None
+			}
+			size := int64(int32(binary.BigEndian.Uint32(header)))
+			if size < 0 || size > int64(config.MaxFrameBytes) {
+				c.server.metrics.framesRejected.Inc()
+				c.server.badInputLog.Warn("netpoll: closing connection that sent a frame size out of range",
+					"remote", c.remoteAddr, "frameBytes", size, "maxFrameBytes", config.MaxFrameBytes)
+				return admitted, gnet.Close
+			}
+			frameBytes := int(size)
+			if buffered >= frameHeaderBytes+frameBytes {
+				if !c.admit(frameBytes) {
+					return admitted, gnet.None // backpressure: leave the frame in gnet's buffer
+				}
+				_, _ = c.gnetConn.Discard(frameHeaderBytes)
+				frame := make([]byte, frameBytes)
+				if n, _ := c.gnetConn.Read(frame); n != frameBytes {
+					panic("netpoll: inbound buffer held fewer bytes than InboundBuffered reported")
+				}
+				c.serve(frame)
+				admitted = true
+				continue
+			}
+			if frameBytes < assembleMinFrameBytes || buffered-frameHeaderBytes < assembleStartBytes ||
+				!c.reserveInput(buffered-frameHeaderBytes+frameBytes) {
+				return admitted, gnet.None // truncated: wait for the rest
+			}
+			_, _ = c.gnetConn.Discard(frameHeaderBytes)
+			state.assembling, state.assembled = make([]byte, frameBytes), 0
 		}
-		header, err := c.gnetConn.Peek(frameHeaderBytes)
-		if err != nil {
-			return admitted, gnet.None
+		if state.assembled < len(state.assembling) {
+			n, _ := c.gnetConn.Read(state.assembling[state.assembled:])
+			state.assembled += n
+			if state.assembled < len(state.assembling) {
+				return admitted, gnet.None // the rest has not arrived
+			}
 		}
-		size := int64(int32(binary.BigEndian.Uint32(header)))
-		if size < 0 || size > int64(config.MaxFrameBytes) {
-			c.server.metrics.framesRejected.Inc()
-			c.server.badInputLog.Warn("netpoll: closing connection that sent a frame size out of range",
-				"remote", c.remoteAddr, "frameBytes", size, "maxFrameBytes", config.MaxFrameBytes)
-			return admitted, gnet.Close
+		if !c.admit(len(state.assembling)) {
+			return admitted, gnet.None // backpressure: the assembled frame waits
 		}
-		frameBytes := int(size)
-		if buffered < frameHeaderBytes+frameBytes {
-			return admitted, gnet.None // truncated: wait for the rest
-		}
-		if !c.admit(frameBytes) {
-			return admitted, gnet.None // backpressure: leave the frame in gnet's buffer
-		}
-		_, _ = c.gnetConn.Discard(frameHeaderBytes)
-		frame := make([]byte, frameBytes)
-		if n, _ := c.gnetConn.Read(frame); n != frameBytes {
-			panic("netpoll: inbound buffer held fewer bytes than InboundBuffered reported")
-		}
-		responder := &Responder{conn: c, sequence: state.nextSequence, frameBytes: frameBytes}
-		state.nextSequence++
-		state.queue.pushBack(responder)
+		frame := state.assembling
+		state.assembling, state.assembled = nil, 0
+		c.serve(frame)
 		admitted = true
-		c.server.handler.Serve(c, frame, responder)
 	}
 	return admitted, gnet.None
+}
+
+// serve hands an admitted frame to the handler with the next responder in request order.
+func (c *Conn) serve(frame []byte) {
+	state := &c.loop
+	responder := &Responder{conn: c, sequence: state.nextSequence, frameBytes: len(frame)}
+	state.nextSequence++
+	state.queue.pushBack(responder)
+	c.server.handler.Serve(c, frame, responder)
 }
 
 // admit reserves in-flight budget for a frame of frameBytes, or reports that it must wait.
@@ -323,6 +367,7 @@ func (c *Conn) closed() {
 	}
 	clear(state.iov)
 	state.iov = state.iov[:0]
+	state.assembling, state.assembled = nil, 0
 	c.releaseAccounts()
 }
 
