@@ -2,6 +2,7 @@ package netpoll
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 // Each connection publishes what it holds in two atomics, written on its event loop (and, for
 // output, by Send from any goroutine) and read by the others:
 //
-//   - inputHeld: bytes in gnet's inbound buffer at the end of its last pass (partially
-//     received frames and complete frames withheld by backpressure), plus the whole size of a
-//     large frame being assembled out of it (see decode).
+//   - inputHeld: the footprint of gnet's inbound buffer at the end of its last pass
+//     (partially received frames and complete frames withheld by backpressure, rounded up to
+//     the ring's power-of-two size), plus the whole size of a large frame being assembled out
+//     of it (see decode).
 //   - outputHeld: header and byte-chunk bytes of responses answered and not yet written, plus
 //     the bytes last seen in gnet's outbound buffer.
 //
@@ -193,6 +195,17 @@ func raisePeak(peak *atomic.Int64, value int64) {
 	}
 }
 
+// ringFootprint estimates the memory gnet's inbound ring buffer takes to hold buffered bytes:
+// it doubles as it fills, so up to the next power of two (the old copies, garbage, are not
+// counted). Counting the footprint rather than the bytes keeps a pile of small requests (a
+// client pipelining without reading) from costing twice the bound.
+func ringFootprint(buffered int) int {
+	if buffered <= 0 {
+		return 0
+	}
+	return 1 << bits.Len(uint(buffered-1))
+}
+
 // reserveInput raises the input the connection holds to held, if the server stays within
 // MaxBufferedInputBytes; it reports whether it did. Event loop only.
 func (c *Conn) reserveInput(held int) bool {
@@ -212,6 +225,30 @@ func (c *Conn) reserveInput(held int) bool {
 	c.inputHeld.Add(delta)
 	state.accountedInput = held
 	return true
+}
+
+// makeRoomForFrame is called when a frame of frameBytes cannot be assembled within the input
+// bound. If connections are already being evicted, their bytes free soon: wait. Otherwise
+// the biggest other holder is evicted if it holds more than frameBytes; if none does, this
+// connection is. It reports whether this connection must close. Event loop only.
+func (c *Conn) makeRoomForFrame(frameBytes int64) (gnet.Action, bool) {
+	s := c.server
+	s.mu.Lock()
+	if s.evictingInput.Load() == 0 {
+		var victim *Conn
+		victimHeld := frameBytes
+		for _, other := range s.mu.connections {
+			if held := other.inputHeld.Load(); other != c && held > victimHeld && other.evictReason.Load() == nil {
+				victim, victimHeld = other, held
+			}
+		}
+		if victim == nil {
+			victim = c
+		}
+		victim.evictLocked(evictInputBytes)
+	}
+	s.mu.Unlock()
+	return c.evicted()
 }
 
 // touch records activity for the idle timeout.

@@ -182,7 +182,7 @@ func (c *Conn) process() gnet.Action {
 		return gnet.Close
 	}
 	state.lastInboundBuffered = buffered
-	if action := c.accountInput(buffered + len(state.assembling)); action != gnet.None {
+	if action := c.accountInput(ringFootprint(buffered) + len(state.assembling)); action != gnet.None {
 		return action
 	}
 	// An eviction marked after the loop's last look found wakePending still set and sent no
@@ -258,9 +258,16 @@ func (c *Conn) decode() (admitted bool, action gnet.Action) {
 				admitted = true
 				continue
 			}
-			if frameBytes < assembleMinFrameBytes || buffered-frameHeaderBytes < assembleStartBytes ||
-				!c.reserveInput(buffered-frameHeaderBytes+frameBytes) {
+			if frameBytes < assembleMinFrameBytes || buffered-frameHeaderBytes < assembleStartBytes {
 				return admitted, gnet.None // truncated: wait for the rest
+			}
+			if !c.reserveInput(buffered - frameHeaderBytes + frameBytes) {
+				// No room under the input bound: make room by evicting a bigger holder, or
+				// close this connection (the newest frame) when nobody holds more.
+				if action, evicted := c.makeRoomForFrame(int64(frameBytes)); evicted {
+					return admitted, action
+				}
+				return admitted, gnet.None
 			}
 			_, _ = c.gnetConn.Discard(frameHeaderBytes)
 			state.assembling, state.assembled = make([]byte, frameBytes), 0

@@ -188,6 +188,7 @@ func run(args []string, output io.Writer) error {
 	opts.broker.Logger = logger
 	applyTestHooks(&opts)
 	fileLimit := raiseFileLimit(logger)
+	setMemoryLimit(logger, opts.broker)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

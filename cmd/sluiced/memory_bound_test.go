@@ -4,14 +4,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluice-mq/sluice/broker"
 )
 
 func TestMemoryBoundFlags(t *testing.T) {
@@ -95,4 +99,23 @@ func TestSluicedBoundsPartialRequestsAcrossConnections(t *testing.T) {
 	}
 	apiVersionsServed(t, d.kafka)
 	t.Logf("peak RSS of sluiced: %s", peakRSS(t, d.cmd.Process.Pid))
+}
+
+func TestMemoryLimitFromNetworkBounds(t *testing.T) {
+	previous := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(previous)
+	cfg := broker.DefaultConfig()
+	t.Setenv("GOMEMLIMIT", "")
+	os.Unsetenv("GOMEMLIMIT")
+	setMemoryLimit(slog.New(slog.DiscardHandler), cfg)
+	want := cfg.MaxInFlightBytes + cfg.MaxBufferedInputBytes + cfg.MaxBufferedOutputBytes + memoryLimitHeadroom
+	if got := debug.SetMemoryLimit(-1); got != want {
+		t.Fatalf("memory limit %d, want %d", got, want)
+	}
+	debug.SetMemoryLimit(previous)
+	t.Setenv("GOMEMLIMIT", "3GiB") // an operator's setting wins
+	setMemoryLimit(slog.New(slog.DiscardHandler), cfg)
+	if got := debug.SetMemoryLimit(-1); got != previous {
+		t.Fatalf("memory limit changed to %d despite GOMEMLIMIT", got)
+	}
 }
