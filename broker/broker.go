@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"crypto/rand"
+
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +35,10 @@ type Broker struct {
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
+	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
+	shares      *shareManager   // share groups and share partitions (share.go)
+	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
+	consumerGroups *consumerGroups
 
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
@@ -60,6 +66,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
+	b.shares = newShareManager(b, logger.With("component", "share"))
+	b.consumerGroups = newConsumerGroups(b, logger.With("component", "consumer-groups"))
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
 	if logDefaults.Logger == nil {
@@ -73,6 +81,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
+	b.registry.leaderElections = b.metrics.leaderElections
 
 	coordCfg := coordinator.DefaultConfig()
 	coordCfg.NodeID = cfg.NodeID
@@ -81,7 +90,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.Bootstrap = true
 	coordCfg.Voters = cfg.ControllerVoters
 	coordCfg.BrokerSessionTimeout, coordCfg.BrokerHeartbeatInterval = cfg.BrokerSessionTimeout, cfg.BrokerHeartbeatInterval
+	coordCfg.LeaderRebalanceInterval = cfg.LeaderRebalanceInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
+	coordCfg.Metrics = cfg.Metrics
 	if len(cfg.ControllerVoters) <= 1 {
 		// A one-voter cluster elects itself at once; short timeouts make startup quick.
 		coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
@@ -94,7 +105,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.replicas.Close()
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
+	b.shares.start()
+	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
+	b.txns = newTxnCoordinator(b, b.metrics.set)
+	// This run's incarnation: until the controller has recorded it (and fenced what the previous
+	// run led), the registry leads nothing, however stale metadata reads.
+	b.registry.incarnation = rand.Text()
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
@@ -118,14 +135,25 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.Close(ctx)
 		return nil, err
 	}
-	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port}
+	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port, Incarnation: b.registry.incarnation}
 	if err := b.coordinator.RegisterBroker(ctx, registration); err != nil {
 		b.Close(ctx)
 		return nil, fmt.Errorf("broker: register: %w", err)
 	}
+	// The registration fenced what the previous run led; the first heartbeat lifts the fence and
+	// elects this node again where it should lead, at new epochs. Serve once that is applied here.
+	if err := b.coordinator.Heartbeat(ctx, cfg.NodeID); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("broker: first heartbeat: %w", err)
+	}
+	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("broker: apply metadata after registering: %w", err)
+	}
 	b.coordinator.StartSession(registration)
-	b.background.Add(1)
+	b.background.Add(2)
 	go b.runRetention()
+	go b.txns.runChecker()
 	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
 	return b, nil
 }
@@ -165,6 +193,8 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
 		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
+		b.shares.close() // parked ShareFetches answer; dirty share state is written
+		b.consumerGroups.close()
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}
@@ -177,6 +207,9 @@ func (b *Broker) Close(ctx context.Context) error {
 func (b *Broker) shutdownMetadata() error {
 	if b.unsubscribe != nil {
 		b.unsubscribe()
+	}
+	if b.txns != nil {
+		b.txns.close()
 	}
 	b.replicas.Close()
 	b.registry.closeAll()

@@ -36,6 +36,10 @@ type Config struct {
 	// controller for the timeout is fenced (its partitions led elsewhere).
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
+	// LeaderRebalanceInterval is how often the controller moves leadership back to preferred
+	// replicas that are in sync again (Kafka's auto.leader.rebalance.enable with
+	// leader.imbalance.check.interval.seconds); 0 turns it off.
+	LeaderRebalanceInterval time.Duration
 
 	// AutoCreateTopics creates unknown topics named in Metadata requests that allow it.
 	AutoCreateTopics bool
@@ -54,6 +58,8 @@ type Config struct {
 
 	// Replication holds the follower fetch and ISR settings (NodeID is taken from NodeID above).
 	Replication replication.Config
+	// Transactions configures the transaction coordinator (txn_config.go).
+	Transactions TransactionConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
@@ -87,6 +93,7 @@ func DefaultConfig() Config {
 		RaftListen:               "127.0.0.1:0",
 		BrokerSessionTimeout:     1500 * time.Millisecond,
 		BrokerHeartbeatInterval:  200 * time.Millisecond,
+		LeaderRebalanceInterval:  30 * time.Second,
 		AutoCreateTopics:         true,
 		DefaultPartitions:        1,
 		DefaultReplicationFactor: 1,
@@ -95,6 +102,7 @@ func DefaultConfig() Config {
 		RetentionCheckInterval:   5 * time.Minute,
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
+		Transactions:             DefaultTransactionConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 		MaxBufferedInputBytes:    512 << 20,
@@ -123,6 +131,9 @@ func (c Config) Validate() error {
 	}
 	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
 		errs = append(errs, fmt.Errorf("broker heartbeat interval %v must be positive and below the session timeout %v", c.BrokerHeartbeatInterval, c.BrokerSessionTimeout))
+	}
+	if c.LeaderRebalanceInterval < 0 {
+		errs = append(errs, fmt.Errorf("leader rebalance interval %v is negative", c.LeaderRebalanceInterval))
 	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("default partitions %d must be at least 1", c.DefaultPartitions))
@@ -160,6 +171,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Groups.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Transactions.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -82,6 +82,9 @@ func checkInvariants(t *testing.T, g *Group) {
 	if (g.state == CompletingRebalance) == g.syncDeadline.IsZero() {
 		t.Fatalf("sync deadline %v in %s", g.syncDeadline, g.state)
 	}
+	if g.state != Empty && !g.emptyUntil.IsZero() {
+		t.Fatalf("empty retention deadline %v in %s", g.emptyUntil, g.state)
+	}
 	if (g.state == Empty || g.state == Dead) && len(g.members) > 0 {
 		t.Fatalf("%d members in %s", len(g.members), g.state)
 	}
@@ -591,7 +594,11 @@ func TestTransitionTableRefusesOthers(t *testing.T) {
 func TestRandomOperations(t *testing.T) {
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		g := New("g", testConfig())
+		config := testConfig()
+		if seed%2 == 1 {
+			config.EmptyRetention = 15 * time.Second // emptied groups are kept, then expire
+		}
+		g := New("g", config)
 		now := t0
 		parkedJoins, parkedSyncs := map[string]bool{}, map[string]bool{}
 		deliver := func(out Outcome) {
@@ -664,6 +671,9 @@ func TestRandomOperations(t *testing.T) {
 			case 6:
 				now = now.Add(time.Duration(rng.IntN(12000)) * time.Millisecond)
 				deliver(g.Tick(now))
+				if g.state == Empty && !g.emptyUntil.IsZero() && !now.Before(g.emptyUntil) {
+					t.Fatalf("seed %d step %d: Empty past its retention (%v) after a tick at %v", seed, step, g.emptyUntil, now)
+				}
 			}
 			checkInvariants(t, g)
 			for id := range parkedJoins {

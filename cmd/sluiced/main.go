@@ -75,10 +75,15 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.Log.RetentionTime, "retention", cfg.Log.RetentionTime, "default retention.ms as a duration (negative: keep forever)")
 	fs.Int64Var(&retentionBytes, "retention-bytes", cfg.Log.RetentionBytes, "default retention.bytes per partition (-1: no limit)")
 	fs.DurationVar(&b.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs")
+	fs.DurationVar(&b.Transactions.MaxTimeout, "transaction-max-timeout", cfg.Transactions.MaxTimeout,
+		"the longest transaction.timeout.ms a transactional producer may ask for (transaction.max.timeout.ms)")
+	fs.DurationVar(&b.Transactions.CheckInterval, "transaction-check-interval", cfg.Transactions.CheckInterval,
+		"how often the transaction coordinator aborts transactions past their timeout")
 	fs.StringVar(&opts.flush, "flush", cfg.Log.Flush.String(), "flush policy: os (kernel writeback; acks=all still fsyncs), append (group commit after appends) or interval")
 	fs.DurationVar(&b.Log.FlushInterval, "flush-interval", cfg.Log.FlushInterval, "fsync period for --flush=interval")
 	fs.StringVar(&opts.voters, "controller-voters", "", "the cluster's Raft voters as id@host:port,... (Kafka's controller.quorum.voters); empty: a one-node cluster")
 	fs.DurationVar(&b.BrokerSessionTimeout, "broker-session-timeout", cfg.BrokerSessionTimeout, "a broker silent this long to the controller is fenced and its partitions led elsewhere")
+	fs.DurationVar(&b.LeaderRebalanceInterval, "leader-rebalance-interval", cfg.LeaderRebalanceInterval, "how often leadership moves back to preferred replicas that are in sync again (auto.leader.rebalance); 0: never")
 	fs.DurationVar(&b.BrokerHeartbeatInterval, "broker-heartbeat-interval", cfg.BrokerHeartbeatInterval, "how often a broker heartbeats to the controller")
 	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
 	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
