@@ -123,6 +123,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
 	netCfg.MaxConnections = cfg.MaxConnections
+	netCfg.MaxBufferedInputBytes, netCfg.MaxBufferedOutputBytes = cfg.MaxBufferedInputBytes, cfg.MaxBufferedOutputBytes
+	netCfg.ConnectionsMaxIdle, netCfg.RequestReceiveTimeout = cfg.ConnectionsMaxIdle, cfg.RequestReceiveTimeout
 	netCfg.Logger = logger.With("component", "netpoll")
 	netCfg.Metrics = cfg.Metrics
 	if b.server, err = netpoll.Listen(netCfg, b); err != nil {

@@ -143,6 +143,7 @@ func TestMaxConnectionsClosesTheExcess(t *testing.T) {
 func TestBrokenListenerMarksServerFailed(t *testing.T) {
 	server := startServer(t, testConfig(t), echoHandler())
 	client := dial(t, server)
+	checkEcho(t, client, "accepted") // out of the backlog before the listener breaks
 	if server.Failed() != nil {
 		t.Fatalf("fresh server failed: %v", server.Failed())
 	}
