@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/loglimit"
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -33,6 +34,13 @@ type Broker struct {
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
 	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
+	shares      *shareManager   // share groups and share partitions (share.go)
+	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
+	consumerGroups *consumerGroups
+
+	// badRequestLog rate-limits the warning for requests that close their connection: a client
+	// can send them at will.
+	badRequestLog *loglimit.Limiter
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -52,9 +60,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
+	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
+	b.shares = newShareManager(b, logger.With("component", "share"))
+	b.consumerGroups = newConsumerGroups(b, logger.With("component", "consumer-groups"))
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
 	if logDefaults.Logger == nil {
@@ -68,6 +79,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
+	b.registry.leaderElections = b.metrics.leaderElections
 
 	coordCfg := coordinator.DefaultConfig()
 	coordCfg.NodeID = cfg.NodeID
@@ -76,7 +88,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.Bootstrap = true
 	coordCfg.Voters = cfg.ControllerVoters
 	coordCfg.BrokerSessionTimeout, coordCfg.BrokerHeartbeatInterval = cfg.BrokerSessionTimeout, cfg.BrokerHeartbeatInterval
+	coordCfg.LeaderRebalanceInterval = cfg.LeaderRebalanceInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
+	coordCfg.Metrics = cfg.Metrics
 	if len(cfg.ControllerVoters) <= 1 {
 		// A one-voter cluster elects itself at once; short timeouts make startup quick.
 		coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
@@ -89,6 +103,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.replicas.Close()
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
+	b.shares.start()
+	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
 	b.txns = newTxnCoordinator(b, b.metrics.set)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
@@ -101,6 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	netCfg.Address = cfg.Listen
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
+	netCfg.MaxConnections = cfg.MaxConnections
 	netCfg.Logger = logger.With("component", "netpoll")
 	netCfg.Metrics = cfg.Metrics
 	if b.server, err = netpoll.Listen(netCfg, b); err != nil {
@@ -159,6 +176,8 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
 		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
+		b.shares.close() // parked ShareFetches answer; dirty share state is written
+		b.consumerGroups.close()
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}

@@ -1,6 +1,6 @@
 package broker
 
-// Produce v3-v9 (record batch v2 only). Each partition's batches are validated (structure, CRC,
+// Produce v3-v13 (record batch v2 only). Each partition's batches are validated (structure, CRC,
 // record count) and appended with one write; the log assigns offsets. acks=0 gets no response,
 // acks=1 is answered once the batches are in the page cache, acks=-1 once they are fdatasynced (group
 // commit: many producers share one fsync). Refusals: acks outside {-1,0,1} INVALID_REQUIRED_ACKS; a
@@ -13,7 +13,9 @@ package broker
 // OUT_OF_ORDER_SEQUENCE_NUMBER, a negative sequence INVALID_RECORD, and a duplicate of one of the
 // producer's last five batches success with its original offset, appending nothing. Transactional
 // batches open the producer's transaction on the partition (partition_txn.go); they are not checked
-// against the coordinator's partition list (KIP-890 verification is not done).
+// against the coordinator's partition list (KIP-890 verification is not done). From v13 topics
+// are named by id (KIP-516) and answered by id; an unknown id gets UNKNOWN_TOPIC_ID. v10 and v11 add
+// response tags (current leader, node endpoints) that are never set.
 
 import (
 	"errors"
@@ -34,7 +36,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	refuse := func(code int16) {
 		for _, rt := range req.Topics {
 			t := kmsg.NewProduceResponseTopic()
-			t.Topic = rt.Topic
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				p := kmsg.NewProduceResponseTopicPartition()
 				p.Partition, p.ErrorCode = rp.Partition, code
@@ -64,13 +66,25 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	anyError := false
 	for _, rt := range req.Topics {
 		t := kmsg.NewProduceResponseTopic()
-		t.Topic = rt.Topic
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		var unknownID error
+		if req.Version >= 13 {
+			var known bool
+			if rt.Topic, known = b.registry.topicName(rt.TopicID); !known {
+				unknownID = fmt.Errorf("broker: no topic has id %x: %w", rt.TopicID, protocol.UnknownTopicID)
+			}
+		}
 		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for i, rp := range rt.Partitions {
 			result := &t.Partitions[i]
 			*result = kmsg.NewProduceResponseTopicPartition()
 			result.Partition = rp.Partition
-			p, appended, err := b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks, req.TransactionID != nil)
+			var p *partition
+			var appended segment.AppendResult
+			err := unknownID
+			if err == nil {
+				p, appended, err = b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks, req.TransactionID != nil)
+			}
 			if p != nil {
 				result.LogStartOffset = p.log.LogStartOffset()
 			}
@@ -182,8 +196,12 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	if err != nil {
 		return p, segment.AppendResult{}, err
 	}
-	if acks == -1 && state.isrSize < state.minInsync {
-		return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", state.isrSize, state.minInsync, protocol.NotEnoughReplicas)
+	if acks == -1 && state.minInsync > 1 {
+		// The committed ISR, or fewer when followers stopped fetching and the controller cannot
+		// shrink it yet (no Raft majority): see replication.Replica.InSyncCount.
+		if inSync := min(state.isrSize, p.replica.InSyncCount(time.Now())); inSync < state.minInsync {
+			return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", inSync, state.minInsync, protocol.NotEnoughReplicas)
+		}
 	}
 	appended, duplicate, err := p.appendPending(records, pending)
 	if refused := (protocol.ErrorCode{}); errors.As(err, &refused) {

@@ -6,8 +6,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +49,7 @@ func (b *lockedBuffer) tail(lines int) string {
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
-func startCluster(t *testing.T, nodes int, args ...string) *localcluster.Cluster {
+func startCluster(t testing.TB, nodes int, args ...string) *localcluster.Cluster {
 	t.Helper()
 	logs := &lockedBuffer{}
 	c, err := localcluster.Start(localcluster.Config{
@@ -202,4 +205,27 @@ func assertReplicasIdentical(t *testing.T, c *localcluster.Cluster, topic string
 			}
 		}
 	}
+}
+
+// scrapeMetric reads node's /metrics and returns the value of the series named exactly series
+// (name with labels as exposed), and whether it was there.
+func scrapeMetric(t testing.TB, node *localcluster.Node, series string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + node.HTTP + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if ok && name == series {
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }
