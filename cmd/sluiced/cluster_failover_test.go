@@ -43,6 +43,17 @@ func rawProduce(t *testing.T, client *kgo.Client, node int32, topic string, part
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// franz-go sends Produce v13+, which names the topic by id: take it from the node's metadata
+	// (a node that has not applied the topic yet knows no id and answers UNKNOWN_TOPIC_ID).
+	meta := kmsg.NewPtrMetadataRequest()
+	metaTopic := kmsg.NewMetadataRequestTopic()
+	metaTopic.Topic = kmsg.StringPtr(topic)
+	meta.Topics, meta.AllowAutoTopicCreation = append(meta.Topics, metaTopic), false
+	if resp, err := client.Broker(int(node)).Request(ctx, meta); err == nil {
+		if topics := resp.(*kmsg.MetadataResponse).Topics; len(topics) == 1 {
+			req.Topics[0].TopicID = topics[0].TopicID
+		}
+	}
 	resp, err := client.Broker(int(node)).Request(ctx, req)
 	if err != nil {
 		return -1, -1 // connection trouble: the caller retries
@@ -63,7 +74,7 @@ func produceAcked(t *testing.T, client *kgo.Client, node int32, topic, value str
 		case 0:
 			offset = base
 			return true
-		case -1, kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code, kerr.LeaderNotAvailable.Code:
+		case -1, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code, kerr.LeaderNotAvailable.Code:
 			return false
 		}
 		t.Fatalf("produce %s to node %d: error %d", value, node, code)
