@@ -137,21 +137,29 @@ func TestTransactionsFranzCommitAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false)
-	open := false
+	open := int32(-1)
 	for p := range int32(2) {
 		if stable[p] > high[p] {
 			t.Fatalf("partition %d: last stable offset %d above the high watermark %d", p, stable[p], high[p])
 		}
-		open = open || stable[p] < high[p]
+		if stable[p] < high[p] {
+			open = p
+		}
 	}
-	if !open {
+	if open < 0 {
 		t.Fatalf("an open transaction left every last stable offset at the high watermark: %v %v", stable, high)
+	}
+	if start := openTxnStart(t, ctx, b, topic, open); start != stable[open] {
+		t.Fatalf("DescribeProducers: open transaction starts at %d, last stable offset %d", start, stable[open])
 	}
 	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
 	if stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false); !maps.Equal(stable, high) {
 		t.Fatalf("after the commit: last stable offsets %v, high watermarks %v", stable, high)
+	}
+	if start := openTxnStart(t, ctx, b, topic, open); start != -1 {
+		t.Fatalf("DescribeProducers after the commit: open transaction at %d", start)
 	}
 
 	produceEndMarks(t, ctx, b, topic, 2)
@@ -252,4 +260,30 @@ func TestTransactionsFranzTimeout(t *testing.T) {
 	if committed := readAll(t, ctx, b, topic, 1, true); !slices.Equal(committed, []string{"after-0", "after-1"}) {
 		t.Fatalf("read_committed saw %q", committed)
 	}
+}
+
+// openTxnStart asks DescribeProducers for the first offset of the open transaction on a partition
+// (-1 when no producer has one).
+func openTxnStart(t *testing.T, ctx context.Context, b *Broker, topic string, partition int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, franzClient(t, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := int64(-1)
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 {
+			t.Fatalf("describe producers: error %d", p.ErrorCode)
+		}
+		for _, producer := range p.ActiveProducers {
+			if producer.CurrentTxnStartOffset >= 0 {
+				start = producer.CurrentTxnStartOffset
+			}
+		}
+	}
+	return start
 }
