@@ -287,3 +287,52 @@ func openTxnStart(t *testing.T, ctx context.Context, b *Broker, topic string, pa
 	}
 	return start
 }
+
+// TestTransactionsCheckerFinishesDecided: a transaction whose commit was decided (PrepareCommit
+// stored) by a coordinator that then died, before any marker, is finished by the coordinator that
+// holds the id now: its markers are written and its records become visible.
+func TestTransactionsCheckerFinishesDecided(t *testing.T) {
+	const topic = "txn-decided"
+	b := startBroker(t, func(c *Config) { c.Transactions.CheckInterval = 20 * time.Millisecond })
+	dial(t, b).createTopic(topic, 2, nil)
+	ctx := groupTestContext(t)
+	producer := txnClient(t, b, "decided", kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "decided-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Decide the commit behind the producer's back, as EndTxn does before its markers.
+	unlock := b.txns.lock("decided")
+	current, version := b.txns.current("decided")
+	next, _, err := txn.End(current, "decided", current.ProducerID, current.ProducerEpoch, true, time.Now().UnixMilli())
+	if err == nil {
+		_, err = b.txns.store(next, version)
+	}
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false); maps.Equal(stable, high) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the decided transaction was not finished")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	produceEndMarks(t, ctx, b, topic, 2)
+	committed := readAll(t, ctx, b, topic, 2, true)
+	slices.Sort(committed)
+	if !slices.Equal(committed, []string{"decided-0", "decided-1", "decided-2", "decided-3"}) {
+		t.Fatalf("read_committed saw %q", committed)
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("the producer's own commit of the finished transaction: %v", err)
+	}
+}
