@@ -88,24 +88,11 @@ func (p *partition) loadTxnsLocked() error {
 		return err
 	}
 	t.open = open
-	end := p.log.LogEndOffset()
-	var buf []byte
-	for offset := from; offset < end; {
-		chunk, err := p.log.Read(offset, 1<<20, end, buf[:0])
-		if err != nil {
-			return fmt.Errorf("broker: rebuild transactions of %s-%d: %w", p.topic, p.index, err)
-		}
-		if len(chunk) == 0 {
-			break
-		}
-		buf = chunk
-		if _, err := batch.Scan(chunk, func(h batch.Header, raw []byte) error {
-			offset = h.NextOffset()
-			p.noteBatchLocked(h, raw)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("broker: rebuild transactions of %s-%d: %w", p.topic, p.index, err)
-		}
+	if err := p.log.ScanHeaders(from, p.log.LogEndOffset(), func(h batch.Header, control []byte) error {
+		p.noteBatchLocked(h, control)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("broker: rebuild transactions of %s-%d: %w", p.topic, p.index, err)
 	}
 	t.loaded = true
 	t.ready.Store(true)
@@ -115,7 +102,7 @@ func (p *partition) loadTxnsLocked() error {
 }
 
 // noteBatchLocked updates the bookkeeping for one batch in the log: a transactional batch opens its
-// producer's transaction, a marker closes it (an abort is indexed).
+// producer's transaction, a marker closes it (an abort is indexed). raw is needed for markers only.
 func (p *partition) noteBatchLocked(h batch.Header, raw []byte) {
 	t := &p.producers.mu.txns
 	if h.ProducerID < 0 || !h.IsTransactional() {
