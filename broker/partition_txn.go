@@ -17,6 +17,7 @@ package broker
 // without this bookkeeping (producerStates.reset).
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -306,4 +307,21 @@ func (p *partition) openTransactions() map[int64]int64 {
 		out[pid] = first
 	}
 	return out
+}
+
+// checkpointTransactions writes, at a clean shutdown, the transaction checkpoint of every partition
+// whose bookkeeping is loaded, after syncing its log (a checkpoint names only a durable log end), so
+// that the next start rescans nothing.
+func (b *Broker) checkpointTransactions(ctx context.Context) {
+	b.registry.forEach(func(p *partition) {
+		if !p.txnsLoaded() {
+			return
+		}
+		if err := p.log.Sync(ctx); err != nil {
+			return
+		}
+		if err := p.checkpointTxns(); err != nil {
+			b.logger.Warn("transaction checkpoint", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	})
 }

@@ -6,13 +6,17 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -334,5 +338,49 @@ func TestTransactionsCheckerFinishesDecided(t *testing.T) {
 	}
 	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("the producer's own commit of the finished transaction: %v", err)
+	}
+}
+
+// TestTransactionsCheckpointOnCleanShutdown: a clean shutdown writes each partition's transaction
+// checkpoint at its log end, with the open transaction in it; after the restart the transaction
+// still holds the last stable offset, and aborting it releases it.
+func TestTransactionsCheckpointOnCleanShutdown(t *testing.T) {
+	const topic = "txn-checkpoint"
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	b := startBrokerWith(t, cfg)
+	dial(t, b).createTopic(topic, 1, nil)
+	ctx := groupTestContext(t)
+	producer := txnClient(t, b, "checkpointed")
+	produceTxn(t, ctx, producer, topic, "done", 3, true)
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	stableBefore := listEnds(t, ctx, b, topic, true)[0]
+	producer.Close()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "topics", topic+"-0", txnCheckpointFile))
+	if err != nil {
+		t.Fatalf("no checkpoint after a clean shutdown: %v", err)
+	}
+	var checkpoint txnCheckpoint
+	if err := json.Unmarshal(raw, &checkpoint); err != nil || checkpoint.Offset != 5 || len(checkpoint.Open) != 1 {
+		t.Fatalf("checkpoint %s (%v), want offset 5 (3 records, a marker, the open record) and one open transaction", raw, err)
+	}
+
+	cfg.Metrics = metrics.NewSet() // a Set takes each name once
+	b = startBrokerWith(t, cfg)
+	if stable := listEnds(t, ctx, b, topic, true)[0]; stable != stableBefore {
+		t.Fatalf("last stable offset %d after the restart, %d before", stable, stableBefore)
+	}
+	successor := txnClient(t, b, "checkpointed") // aborts the open transaction
+	produceTxn(t, ctx, successor, topic, "after", 1, true)
+	if stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false); !maps.Equal(stable, high) {
+		t.Fatalf("after the successor: last stable offsets %v, high watermarks %v", stable, high)
 	}
 }
