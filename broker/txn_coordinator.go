@@ -68,7 +68,10 @@ func newTxnCoordinator(b *Broker, set *metrics.Set) *txnCoordinator {
 		open := 0
 		transactions := b.coordinator.Transactions()
 		for _, id := range transactions.IDs() {
-			if r, _ := transactions.Lookup(id); r.State == txn.Ongoing || r.State.Preparing() {
+			if c.checkOwner(id) != nil {
+				continue // another broker coordinates it (and counts it)
+			}
+			if r, _ := c.current(id); r != nil && (r.State == txn.Ongoing || r.State.Preparing()) {
 				open++
 			}
 		}
