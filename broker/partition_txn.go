@@ -11,7 +11,8 @@ package broker
 // Rebuild: the state is derived from the log. It is loaded at first use (a transactional append, a
 // marker, a read_committed fetch or ListOffsets) by scanning batch headers from a checkpoint
 // (txn-checkpoint beside the log: an offset and the transactions open there, written by the
-// transaction checker while the broker runs) or from the log start without one, re-appending the
+// transaction checker while the broker runs and at a clean shutdown, only at a durable log end) or
+// from the log start without one, re-appending the
 // index entries of the aborts met on the way. A stale checkpoint only lengthens the scan; one past
 // the log end (the log was cut) is ignored. A new leader rebuilds too: as a follower it appended
 // without this bookkeeping (producerStates.reset).

@@ -172,7 +172,7 @@ func runTransactionalETL(t *testing.T, implementation string) {
 	admin := newClient(t, d.kafka)
 	createTopic(t, admin, "etl-in", partitions)
 	createTopic(t, admin, "etl-out", partitions)
-	// Uncompressed input: sluice's client decodes gzip and zstd, not franz-go's default snappy.
+	// Uncompressed input, so both implementations read the same bytes.
 	producer := newClient(t, d.kafka, kgo.DefaultProduceTopic("etl-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
