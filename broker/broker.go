@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"crypto/rand"
+
 	"context"
 	"errors"
 	"fmt"
@@ -107,6 +109,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
 	b.txns = newTxnCoordinator(b, b.metrics.set)
+	// This run's incarnation: until the controller has recorded it (and fenced what the previous
+	// run led), the registry leads nothing, however stale metadata reads.
+	b.registry.incarnation = rand.Text()
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
@@ -128,10 +133,20 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.Close(ctx)
 		return nil, err
 	}
-	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port}
+	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port, Incarnation: b.registry.incarnation}
 	if err := b.coordinator.RegisterBroker(ctx, registration); err != nil {
 		b.Close(ctx)
 		return nil, fmt.Errorf("broker: register: %w", err)
+	}
+	// The registration fenced what the previous run led; the first heartbeat lifts the fence and
+	// elects this node again where it should lead, at new epochs. Serve once that is applied here.
+	if err := b.coordinator.Heartbeat(ctx, cfg.NodeID); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("broker: first heartbeat: %w", err)
+	}
+	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("broker: apply metadata after registering: %w", err)
 	}
 	b.coordinator.StartSession(registration)
 	b.background.Add(2)

@@ -11,13 +11,19 @@
 //	recovery-point                  a position known to be fsynced (see below)
 //	clean-shutdown                  present only between a clean Close and the next Open
 //
-// recovery-point file (28 bytes, big-endian):
+// recovery-point file (56 bytes, big-endian; bytes 0..27 are the whole file older versions wrote,
+// which is still read, its time index counting as unknown):
 //
 //	offset  size  field
 //	     0     8  base offset of the segment
 //	     8     8  byte position in that segment: every byte before it was fdatasynced
 //	    16     8  next offset at that position
 //	    24     4  CRC-32C of bytes 0..23
+//	    28     8  time index entries the segment's .timeindex file held when the point was written
+//	              (-1: unknown); the entries of every batch before the position are among them
+//	    36     8  timestamp of the last of those entries
+//	    44     8  offset of the last of those entries
+//	    52     4  CRC-32C of bytes 0..51 (when it fails, the point stands and the time index is unknown)
 //
 // Invariants:
 //   - Offsets are dense: each batch's baseOffset is the previous batch's last offset + 1, and each
@@ -52,16 +58,21 @@
 //   - Open fails with ErrCorrupt, deleting and cutting nothing, when a segment holds offsets past the
 //     next segment's base, or damage in the last segment has no boundary after it to resume from.
 //
-// Open reads of a sealed segment only the tail after its trusted point, after a clean Close and after
-// a crash alike, and seals it again (three fsyncs) only when recovery changed it: an untrimmed file,
-// or index entries it rebuilt. After a crash the active segment's batch headers below the recovery
-// point are walked to replay its time index; after a clean Close it is read like a sealed segment.
+// Open reads of each segment only the tail after its trusted point (plus, to replay a time index that
+// lost entries, the batch headers after its newest surviving entry), after a clean Close and after a
+// crash with a recent recovery point alike: never a whole segment, except the active one when no
+// recovery point names it. It seals a sealed segment again (three fsyncs) only when recovery changed
+// it: an untrimmed file, or index entries it rebuilt. The index files are not fsynced with the data,
+// so after a machine crash the time index may have lost entries for batches below the recovery
+// point: it is replayed when it holds fewer entries than the point recorded, or a different last one
+// (always, when the point does not know); a sealed segment's only when it visibly lost entries.
+//
 // Damage before the trusted point is not looked for at Open (that would read every segment on each
-// start): a read whose header walk meets it gets ErrCorrupt, and a flipped bit inside records is
-// served as it is on disk, for the client's CRC check to catch, as Kafka does. The two index files
-// are flushed separately, so the segment holding the recovery point also replays its time index from
-// the batch headers below that point; a sealed segment's time index is replayed only when it visibly
-// lost entries. Index entries below the verified one are loaded unchecked: reads check each entry
+// start): a read whose header walk meets it gets ErrCorrupt, except that a read starting at the
+// intact batch just before a damaged header still gets that batch (its CRC is checked when the next
+// header does not confirm where it ends), so reads reach every intact batch up to the damage; a
+// flipped bit inside records is served as it is on disk, for the client's CRC check to catch, as
+// Kafka does. Index entries below the verified one are loaded unchecked: reads check each entry
 // against the batch header they read anyway and fall back to scanning from the run start, and
 // Truncate resumes from a verified one.
 //

@@ -93,23 +93,42 @@ func (s *segment) timeIndexDamaged() bool {
 // replayTimes rebuilds the time index, and the newest timestamp, for the batches up to and including
 // the one at from by reading their headers, adding an entry at each offset index entry as indexBatch
 // would have. recover goes on from there. Without it, entries lost before from would make those that
-// recover adds claim too low a maximum, and lookups by time would skip batches. It fails when the
-// headers below from do not chain; the time index is then empty.
+// recover adds claim too low a maximum, and lookups by time would skip batches.
+//
+// The time index file holds a prefix of its entries (package index), so what a crash loses is a
+// suffix: the replay starts at the batch named by the newest surviving entry at or below from, once
+// that batch is found to hold the entry's timestamp, and reads only the headers after it (a crash
+// with a recent recovery point then costs a few reads, not a read of the whole active segment). When
+// there is no such entry, or it does not check out, it replays from the segment start. It fails when
+// the headers do not chain; the time index is then empty.
 func (s *segment) replayTimes(from index.OffsetEntry) error {
-	if err := s.times.TruncateFromOffset(s.baseOffset); err != nil {
+	if err := s.times.TruncateFromOffset(from.Offset + 1); err != nil {
 		return err
-	}
-	if from.Position == 0 {
-		return nil
 	}
 	info, err := s.file.Stat()
 	if err != nil {
 		return fmt.Errorf("segment: stat %s: %w", s.dataPath, err)
 	}
-	points := s.offsets.Entries()
 	r := newHeaderReader(s.file, info.Size())
 	maxTimestamp, maxTimestampOffset := int64(-1), s.baseOffset
 	position, next := int64(0), s.baseOffset
+	resumed := false
+	if last, ok := s.times.Last(); ok {
+		at, h, err := s.positionOf(r, last.Offset, index.OffsetEntry{Offset: s.baseOffset})
+		if err == nil && at <= from.Position && h.BaseOffset == last.Offset && h.MaxTimestamp == last.Timestamp {
+			maxTimestamp, maxTimestampOffset = last.Timestamp, last.Offset
+			position, next, resumed = at, last.Offset, true
+		}
+	}
+	if !resumed {
+		if err := s.times.TruncateFromOffset(s.baseOffset); err != nil {
+			return err
+		}
+		if from.Position == 0 {
+			return nil
+		}
+	}
+	points := s.offsets.Entries()
 	for position <= from.Position {
 		h, err := r.at(position)
 		if err == nil && h.BaseOffset != next {
@@ -219,10 +238,12 @@ func (s *segment) recover(from index.OffsetEntry, durable durablePoint, keep []d
 }
 
 // scanValid indexes the valid batches with dense offsets from position (holding offset next) and
-// returns the position and offset of the first thing that is not one, or of the file's end.
+// returns the position and offset of the first thing that is not one, or of the file's end. It reads
+// 64 KiB first, doubling up to recoveryChunk while batches go on, so that a scan of a short tail does
+// not read megabytes of the preallocated space after it.
 func (s *segment) scanValid(position, next, fileSize int64, cfg *Config) (int64, int64, error) {
 	var buf []byte
-	readSize := int64(recoveryChunk)
+	readSize := int64(64 << 10)
 	for position < fileSize {
 		want := min(readSize, fileSize-position)
 		if int64(cap(buf)) < want {
@@ -253,7 +274,7 @@ func (s *segment) scanValid(position, next, fileSize int64, cfg *Config) (int64,
 				}
 				plausible := len(rest) < batch.HeaderSize || h.BaseOffset == next
 				if plausible && position+int64(consumed)+need <= fileSize && int64(len(rest)) < need {
-					readSize = max(recoveryChunk, need)
+					readSize = max(min(2*readSize, recoveryChunk), need)
 					break
 				}
 			}
@@ -331,4 +352,12 @@ func (s *segment) reopenActive(cfg *Config) error {
 		s.firstAppend = cfg.now() // age is counted from reopening: Kafka does the same
 	}
 	return nil
+}
+
+// pointAtEnd is a recovery point at the segment's logical end, recording its time index as it is
+// now. The caller holds appendMu and has just written every index entry to the file (Flush or Seal).
+func (s *segment) pointAtEnd() recoveryPoint {
+	p := recoveryPoint{segmentBase: s.baseOffset, position: s.size(), nextOffset: s.nextOffset(), timeEntries: int64(s.times.Len())}
+	p.lastTime, _ = s.times.Last()
+	return p
 }
