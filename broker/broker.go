@@ -199,6 +199,7 @@ func (b *Broker) Close(ctx context.Context) error {
 			errs = append(errs, b.server.Close(ctx))
 		}
 		b.background.Wait()
+		b.checkpointTransactions(ctx)
 		errs = append(errs, b.shutdownMetadata())
 	})
 	return errors.Join(errs...)
