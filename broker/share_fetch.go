@@ -5,7 +5,8 @@ package broker
 // session's partitions this broker leads (whole batches at a time; exactly max_records in record-limit
 // mode, share_acquire_mode 1), and answers their batches with the acquired offset ranges and
 // delivery counts. With nothing to acquire it waits up to max_wait_ms, woken by appends, releases and
-// lock expiries. Top level: INVALID_REQUEST (no group or member id, acknowledgements in a session's
+// lock expiries (at most 20 ms for a member that holds records here: its client may send their
+// acknowledgements only with its next fetch). Top level: INVALID_REQUEST (no group or member id, acknowledgements in a session's
 // first request), SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH. Per partition:
 // UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER (with the current leader), KAFKA_STORAGE_ERROR; per
 // partition acknowledgement: INVALID_RECORD_STATE (an offset the member does not hold; nothing of
@@ -134,7 +135,29 @@ func (b *Broker) handleShareFetch(r *request, req *kmsg.ShareFetchRequest) {
 		f.respond()
 		return
 	}
-	go f.wait(time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond))
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if b.shares.holdsAny(f.group, f.member, f.fetchable) {
+		wait = min(wait, holderMaxWait)
+	}
+	go f.wait(time.Now().Add(wait))
+}
+
+// holderMaxWait bounds the wait of a fetch by a member that holds acquired records of its
+// partitions: clients may keep their acknowledgements until the answer (franz-go sends them with
+// its next ShareFetch), and while they wait the records stay locked and the in-flight window full.
+const holderMaxWait = 20 * time.Millisecond
+
+// holdsAny reports whether member holds acquired records in any of the partitions.
+func (m *shareManager) holdsAny(group, member string, keys []sharePartitionKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for _, key := range keys {
+		if e, ok := m.mu.partitions[key]; ok && e.state.Holds(now, member) {
+			return true
+		}
+	}
+	return false
 }
 
 // wait parks the fetch until records can be acquired or its deadline passes.
