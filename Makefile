@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run cluster cluster-stop test test-short bench bench-run perf perf-compare soak vet fmt clean
+.PHONY: all build run cluster cluster-stop test test-short bench bench-failover bench-run perf perf-compare soak vet fmt clean
 
 all: build
 
@@ -53,6 +53,11 @@ test-short:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./segment/ ./index/ ./batch/ ./netpoll/ ./protocol/
+
+# bench-failover: kill -9 a partition's leader 20 times under acks=all and report the median and
+# longest time to the first acknowledgement on the new leader (three local sluiced processes).
+bench-failover:
+	$(GO) test -run '^$$' -bench ClusterFailover -benchtime 20x -timeout 30m ./cmd/sluiced/
 
 # soak: the crash, failover and rebalance tests over and over (SOAK_COUNT rounds), to shake out
 # rare interleavings; not part of `make test`.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/loglimit"
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -30,11 +31,16 @@ type Broker struct {
 	advertised  hostPort
 	apis        apiTable
 	groups      *groupCoordinator
-	shares      *shareManager // share groups and share partitions (share.go)
+	producerIDs *producerIDAllocator
+	replicas    *replication.Manager
+	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
+	shares      *shareManager   // share groups and share partitions (share.go)
 	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
 	consumerGroups *consumerGroups
-	producerIDs    *producerIDAllocator
-	replicas       *replication.Manager
+
+	// badRequestLog rate-limits the warning for requests that close their connection: a client
+	// can send them at will.
+	badRequestLog *loglimit.Limiter
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -54,6 +60,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
+	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
@@ -72,6 +79,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
+	b.registry.leaderElections = b.metrics.leaderElections
 
 	coordCfg := coordinator.DefaultConfig()
 	coordCfg.NodeID = cfg.NodeID
@@ -80,7 +88,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.Bootstrap = true
 	coordCfg.Voters = cfg.ControllerVoters
 	coordCfg.BrokerSessionTimeout, coordCfg.BrokerHeartbeatInterval = cfg.BrokerSessionTimeout, cfg.BrokerHeartbeatInterval
+	coordCfg.LeaderRebalanceInterval = cfg.LeaderRebalanceInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
+	coordCfg.Metrics = cfg.Metrics
 	if len(cfg.ControllerVoters) <= 1 {
 		// A one-voter cluster elects itself at once; short timeouts make startup quick.
 		coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
@@ -96,6 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.shares.start()
 	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
+	b.txns = newTxnCoordinator(b, b.metrics.set)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
@@ -106,6 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	netCfg.Address = cfg.Listen
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
+	netCfg.MaxConnections = cfg.MaxConnections
 	netCfg.Logger = logger.With("component", "netpoll")
 	netCfg.Metrics = cfg.Metrics
 	if b.server, err = netpoll.Listen(netCfg, b); err != nil {
@@ -122,8 +134,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: register: %w", err)
 	}
 	b.coordinator.StartSession(registration)
-	b.background.Add(1)
+	b.background.Add(2)
 	go b.runRetention()
+	go b.txns.runChecker()
 	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
 	return b, nil
 }
@@ -177,6 +190,9 @@ func (b *Broker) Close(ctx context.Context) error {
 func (b *Broker) shutdownMetadata() error {
 	if b.unsubscribe != nil {
 		b.unsubscribe()
+	}
+	if b.txns != nil {
+		b.txns.close()
 	}
 	b.replicas.Close()
 	b.registry.closeAll()

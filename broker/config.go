@@ -36,6 +36,10 @@ type Config struct {
 	// controller for the timeout is fenced (its partitions led elsewhere).
 	BrokerSessionTimeout    time.Duration
 	BrokerHeartbeatInterval time.Duration
+	// LeaderRebalanceInterval is how often the controller moves leadership back to preferred
+	// replicas that are in sync again (Kafka's auto.leader.rebalance.enable with
+	// leader.imbalance.check.interval.seconds); 0 turns it off.
+	LeaderRebalanceInterval time.Duration
 
 	// AutoCreateTopics creates unknown topics named in Metadata requests that allow it.
 	AutoCreateTopics bool
@@ -54,11 +58,15 @@ type Config struct {
 
 	// Replication holds the follower fetch and ISR settings (NodeID is taken from NodeID above).
 	Replication replication.Config
+	// Transactions configures the transaction coordinator (txn_config.go).
+	Transactions TransactionConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
 	// MaxInFlightBytes bounds request bytes in flight across all connections (produce data).
 	MaxInFlightBytes int64
+	// MaxConnections bounds open client connections (Kafka's max.connections); 0: no bound.
+	MaxConnections int
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set
@@ -73,6 +81,7 @@ func DefaultConfig() Config {
 		RaftListen:               "127.0.0.1:0",
 		BrokerSessionTimeout:     1500 * time.Millisecond,
 		BrokerHeartbeatInterval:  200 * time.Millisecond,
+		LeaderRebalanceInterval:  30 * time.Second,
 		AutoCreateTopics:         true,
 		DefaultPartitions:        1,
 		DefaultReplicationFactor: 1,
@@ -81,6 +90,7 @@ func DefaultConfig() Config {
 		RetentionCheckInterval:   5 * time.Minute,
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
+		Transactions:             DefaultTransactionConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 	}
@@ -106,6 +116,9 @@ func (c Config) Validate() error {
 	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval {
 		errs = append(errs, fmt.Errorf("broker heartbeat interval %v must be positive and below the session timeout %v", c.BrokerHeartbeatInterval, c.BrokerSessionTimeout))
 	}
+	if c.LeaderRebalanceInterval < 0 {
+		errs = append(errs, fmt.Errorf("leader rebalance interval %v is negative", c.LeaderRebalanceInterval))
+	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("default partitions %d must be at least 1", c.DefaultPartitions))
 	}
@@ -117,6 +130,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetentionCheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("retention check interval %v must be positive", c.RetentionCheckInterval))
+	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max connections %d is negative", c.MaxConnections))
 	}
 	if c.MaxFrameBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max frame bytes %d below 1024", c.MaxFrameBytes))
@@ -130,6 +146,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Groups.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Transactions.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

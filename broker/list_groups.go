@@ -1,7 +1,9 @@
 package broker
 
-// ListGroups v0-v5 (v5: types filter and group type; share groups listed from group_kinds.go): every group with members state or committed offsets (the latter as Empty, with
-// no protocol type), filtered by state from v4 (state names compare case-insensitively, as in
+// ListGroups v0-v5 (v5: types filter and group type; share groups listed from group_kinds.go): every
+// group with members state (including groups emptied of their members, until
+// group.Config.EmptyRetention expires them) or committed offsets (the latter as Empty, with no
+// protocol type), filtered by state from v4 (state names compare case-insensitively, as in
 // Kafka). Refusals: not the metadata leader COORDINATOR_NOT_AVAILABLE.
 
 import (

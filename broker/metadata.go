@@ -136,6 +136,15 @@ func (b *Broker) consumerOffsetsMetadata() kmsg.MetadataResponseTopic {
 func (b *Broker) localTopicMetadata(t *coordinator.Topic) kmsg.MetadataResponseTopic {
 	rt := topicMetadata(t)
 	b.registry.offline.markOffline(&rt, b.config.NodeID)
+	// Replicas on fenced (or unregistered) brokers are offline replicas (Metadata v5+).
+	brokers := b.coordinator.Metadata().Brokers
+	for i := range rt.Partitions {
+		for _, id := range rt.Partitions[i].Replicas {
+			if broker, ok := brokers[id]; !ok || broker.Fenced {
+				rt.Partitions[i].OfflineReplicas = append(rt.Partitions[i].OfflineReplicas, id)
+			}
+		}
+	}
 	return rt
 }
 
@@ -176,6 +185,8 @@ func adminErrorCode(err error) int16 {
 		return protocol.InvalidRequest.Code
 	case errors.Is(err, coordinator.ErrInvalidPartitions):
 		return protocol.InvalidPartitions.Code
+	case errors.Is(err, coordinator.ErrInvalidReplicaAssignment):
+		return protocol.InvalidReplicaAssignment.Code
 	case errors.Is(err, coordinator.ErrInvalidReplicationFactor):
 		return protocol.InvalidReplicationFactor.Code
 	case errors.Is(err, coordinator.ErrInvalidConfig):

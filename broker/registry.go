@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/VictoriaMetrics/metrics"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -29,8 +31,13 @@ type registry struct {
 	// replicas runs follower fetches and ISR checks; replication its settings.
 	replicas    *replication.Manager
 	replication replication.Config
+	// leaderElections counts partitions this broker took over at a new leader epoch (set by
+	// NewBroker after construction).
+	leaderElections *metrics.Counter
 
 	topics atomic.Pointer[map[string]*topicState]
+	// topicIDs resolves the topic ids of Produce and Fetch v13+ (topic_ids.go).
+	topicIDs topicIDs
 
 	applied struct {
 		sync.Mutex

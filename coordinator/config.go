@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"github.com/VictoriaMetrics/metrics"
+
 	"fmt"
 	"log/slog"
 	"net"
@@ -52,6 +54,9 @@ type Config struct {
 	// Logger receives Raft's and the Coordinator's log lines. Nil discards
 	// them.
 	Logger *slog.Logger
+
+	// Metrics receives the controller's metrics (metrics.go); nil: a private set.
+	Metrics *metrics.Set
 
 	// ApplyTimeout bounds how long a change may wait to be handed to Raft,
 	// and bounds the leadership barrier a new leader runs. Invariant: > 0.

@@ -18,15 +18,19 @@ import (
 
 // Coordinator is one node's handle on the replicated cluster metadata.
 type Coordinator struct {
-	config    Config
-	logger    *slog.Logger
-	view      *view
-	fsm       *fsm
-	raft      *raft.Raft
-	transport *raft.NetworkTransport
-	stream    *streamLayer // the Raft port: Raft's connections and forwarded calls
-	forwarder *forwardClient
-	store     *raftboltdb.BoltStore
+	config Config
+	logger *slog.Logger
+	view   *view
+	fsm    *fsm
+	// raft is set once in Open, before raftStarted is closed; the stream layer accepts forwarded
+	// calls earlier (it carries Raft's own connections), and they wait for raftStarted.
+	raft        *raft.Raft
+	raftStarted chan struct{}
+	transport   *raft.NetworkTransport
+	stream      *streamLayer // the Raft port: Raft's connections and forwarded calls
+	forwarder   *forwardClient
+	metrics     coordinatorMetrics
+	store       *raftboltdb.BoltStore
 	// served counts forwarded calls served by this node, per operation.
 	served struct {
 		sync.Mutex
@@ -111,8 +115,10 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		offsetCommits:     make(chan pendingCommit, offsetCommitQueueLength),
 		offsetBatcherDone: make(chan struct{}),
 		livenessDone:      make(chan struct{}),
+		raftStarted:       make(chan struct{}),
 	}
 	c.closing, c.cancelClosing = context.WithCancel(context.Background())
+	c.metrics = newCoordinatorMetrics(cfg.Metrics, c)
 	c.forwarder = newForwardClient(forwardDialTimeout)
 	c.served.counts = map[operation]int64{}
 	c.fsm = newFSM(c.view.setState, logger)
@@ -208,6 +214,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: start raft: %w", err)
 	}
+	close(c.raftStarted)
 	c.observer = raft.NewObserver(c.observations, false, func(o *raft.Observation) bool {
 		_, isLeaderChange := o.Data.(raft.LeaderObservation)
 		return isLeaderChange

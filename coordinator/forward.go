@@ -101,6 +101,13 @@ func readFrame(r io.Reader, body any) error {
 // serveForwarding answers calls on one connection until it fails, the peer
 // closes it or ctx ends (the stream layer then closes the connection).
 func (c *Coordinator) serveForwarding(ctx context.Context, conn net.Conn) {
+	// A restarting node's port is open before its Raft runs: calls wait for it (the caller's
+	// timeout bounds the wait).
+	select {
+	case <-c.raftStarted:
+	case <-ctx.Done():
+		return
+	}
 	reader := bufio.NewReader(conn)
 	for {
 		var request forwardRequest

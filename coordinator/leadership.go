@@ -22,7 +22,14 @@ func (c *Coordinator) runLeadership() {
 	defer close(c.leadershipDone)
 	var establishedTerm uint64 // the term in which this node last established itself; 0 if none
 	var retry <-chan time.Time
+	lastController := int32(-1)
 	for {
+		if id := c.Metadata().ControllerID; id >= 0 && id != lastController {
+			if lastController >= 0 {
+				c.metrics.controllerChanges.Inc()
+			}
+			lastController = id
+		}
 		retry = nil
 		_, leaderID := c.raft.LeaderWithID()
 		self := raftServerID(c.config.NodeID)

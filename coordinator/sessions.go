@@ -125,6 +125,7 @@ func (c *Coordinator) runLiveness() {
 		now := time.Now()
 		metadata := c.Metadata()
 		var expired []int32
+		var silentSince []time.Time
 		c.liveness.mu.Lock()
 		if c.liveness.lastSeen == nil {
 			c.liveness.lastSeen = map[int32]time.Time{} // a fresh session for everyone
@@ -137,14 +138,18 @@ func (c *Coordinator) runLiveness() {
 			}
 			if id != c.config.NodeID && !metadata.Brokers[id].Fenced && now.Sub(seen) > c.config.BrokerSessionTimeout {
 				expired = append(expired, id)
+				silentSince = append(silentSince, seen)
 			}
 		}
 		c.liveness.mu.Unlock()
-		for _, id := range expired {
+		for i, id := range expired {
 			c.logger.Warn("coordinator: fencing a broker that missed its session", "node", id, "timeout", c.config.BrokerSessionTimeout)
 			if err := c.proposeAsLeader(&fenceBrokerCommand{NodeID: id}); err != nil {
 				c.logger.Warn("coordinator: fence broker", "node", id, "error", err)
+				continue
 			}
+			c.metrics.brokersFenced.Inc()
+			c.metrics.failoverSeconds.UpdateDuration(silentSince[i])
 		}
 		if interval := c.config.LeaderRebalanceInterval; interval > 0 && now.Sub(lastRebalance) >= interval {
 			lastRebalance = now

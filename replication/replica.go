@@ -43,6 +43,8 @@ type Replica struct {
 	nodeID    int32
 	ackMode   AckMode
 	unsafeAck bool // Config.UnsafeLeaderOnlyAck (unsafe_ack.go)
+	// lagMax is Config.LagTimeMax: InSyncCount's horizon.
+	lagMax time.Duration
 
 	// highWatermark is published for lock-free reads; written under mu.
 	// Invariant (leader, one epoch): never decreases; always <= Log.LogEndOffset().
@@ -81,7 +83,7 @@ type ackWaiter struct {
 
 // NewReplica wraps an open log and its epoch history. It starts with no role.
 func NewReplica(topic string, partition int32, log *segment.Log, epochs *EpochHistory, cfg Config) *Replica {
-	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck}
+	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck, lagMax: cfg.LagTimeMax}
 	r.mu.leaderID = -1
 	r.mu.leaderEpoch = -1
 	r.mu.flushRequested = -1
@@ -104,6 +106,68 @@ func (r *Replica) ISR() []int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.mu.isr)
+}
+
+// InSyncCount is how many members of the committed ISR, the leader included, are in sync at now:
+// followers count only while they have been caught up within the lag time. The committed ISR shrinks
+// only through the controller, which cannot act while a majority of the cluster is unreachable; this
+// count lets the leader refuse acks=all with NOT_ENOUGH_REPLICAS meanwhile instead of accepting
+// batches that cannot be acknowledged. A replica that does not lead reports the committed ISR size.
+func (r *Replica) InSyncCount(now time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader || r.lagMax <= 0 {
+		return len(r.mu.isr)
+	}
+	count := 0
+	for _, id := range r.mu.isr {
+		if id == r.nodeID {
+			count++
+			continue
+		}
+		if position, ok := r.mu.followers[id]; ok && now.Sub(position.LastCaughtUp) <= r.lagMax {
+			count++
+		}
+	}
+	return count
+}
+
+// FollowerLag is how far one replica of a partition this broker leads is behind the leader's log.
+type FollowerLag struct {
+	Follower int32
+	// Records is the leader's log end minus the follower's last fetch offset (the whole log end
+	// while it has not fetched at this epoch).
+	Records int64
+	InSync  bool
+}
+
+// FollowerLags reports every follower's lag when this replica leads, nil otherwise.
+func (r *Replica) FollowerLags() []FollowerLag {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader {
+		return nil
+	}
+	logEnd := r.Log.LogEndOffset()
+	var lags []FollowerLag
+	for _, id := range r.mu.replicas {
+		if id == r.nodeID {
+			continue
+		}
+		lag := FollowerLag{Follower: id, Records: logEnd, InSync: slices.Contains(r.mu.isr, id)}
+		if position, ok := r.mu.followers[id]; ok && position.LogEnd >= 0 {
+			lag.Records = max(logEnd-position.LogEnd, 0)
+		}
+		lags = append(lags, lag)
+	}
+	return lags
+}
+
+// Replicas returns the partition's replica set as this replica last heard it.
+func (r *Replica) Replicas() []int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.mu.replicas)
 }
 
 // MakeLeader makes this replica the leader at leaderEpoch, or, at the epoch it already leads,

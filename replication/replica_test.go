@@ -24,7 +24,7 @@ func openReplica(t *testing.T, node int32, mode AckMode) *Replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewReplica("t", 0, log, epochs, Config{NodeID: node, AckMode: mode})
+	return NewReplica("t", 0, log, epochs, Config{NodeID: node, AckMode: mode, LagTimeMax: 5 * time.Second})
 }
 
 func records(values ...string) []byte {
@@ -205,5 +205,36 @@ func TestFollowerTruncationDropsEpochs(t *testing.T) {
 	batch.SetBaseOffset(gap, 7)
 	if _, err := r.AppendFromLeader(gap); err == nil {
 		t.Fatal("a batch past the log end was appended")
+	}
+}
+
+func TestInSyncCountDropsFollowersPastTheLagTime(t *testing.T) {
+	leader := openReplica(t, 1, AckFsync)
+	f2, f3 := openReplica(t, 2, AckFsync), openReplica(t, 3, AckFsync)
+	start := time.Now()
+	if _, err := leader.MakeLeader(1, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, start); err != nil {
+		t.Fatal(err)
+	}
+	f2.MakeFollower(1, 1, 1, []int32{1, 2, 3}, []int32{1, 2, 3})
+	f3.MakeFollower(1, 1, 1, []int32{1, 2, 3}, []int32{1, 2, 3})
+	if got := leader.InSyncCount(start); got != 3 {
+		t.Fatalf("InSyncCount at election = %d, want 3 (grace period)", got)
+	}
+	if _, err := leader.Append(records("a")); err != nil {
+		t.Fatal(err)
+	}
+	replicate(t, leader, f2, 2) // f2 catches up now; f3 never fetches
+	later := time.Now().Add(4 * time.Second)
+	if got := leader.InSyncCount(later); got != 3 {
+		t.Fatalf("InSyncCount within the lag time = %d, want 3", got)
+	}
+	if got := leader.InSyncCount(start.Add(5*time.Second + time.Millisecond)); got != 2 {
+		t.Fatalf("InSyncCount past f3's lag time = %d, want 2", got)
+	}
+	if got := leader.InSyncCount(time.Now().Add(time.Minute)); got != 1 {
+		t.Fatalf("InSyncCount a minute on = %d, want 1 (only the leader)", got)
+	}
+	if got := f2.InSyncCount(time.Now().Add(time.Minute)); got != 3 {
+		t.Fatalf("a follower's InSyncCount = %d, want the committed ISR size 3", got)
 	}
 }

@@ -27,8 +27,8 @@ func TestHelpExplainsEveryCommand(t *testing.T) {
 		{"topic", "describe", "--help"}, {"topic", "delete", "--help"}, {"topic", "alter", "--help"},
 		{"produce", "--help"}, {"consume", "--help"}, {"group", "--help"}, {"group", "list", "--help"},
 		{"group", "describe", "--help"}, {"group", "reset-offsets", "--help"}, {"group", "delete", "--help"},
-		{"cluster", "--help"}, {"cluster", "status", "--help"}, {"bench", "--help"}, {"bench", "run", "--help"},
-		{"bench", "agent", "--help"},
+		{"cluster", "--help"}, {"cluster", "status", "--help"}, {"cluster", "elect-leaders", "--help"}, {"bench", "--help"}, {"bench", "run", "--help"},
+		{"bench", "agent", "--help"}, {"txn", "--help"}, {"txn", "list", "--help"}, {"txn", "describe", "--help"},
 	}
 	for _, args := range commands {
 		r := sluice(t, "127.0.0.1:1", nil, args...)
@@ -168,8 +168,16 @@ func TestTopicLifecycle(t *testing.T) {
 	if r := ok(t, brokers, nil, "group", "describe", "readers"); !strings.Contains(r.stdout, "total lag 10000") {
 		t.Fatalf("lag after reset:\n%s", r.stdout)
 	}
-	if r := ok(t, brokers, nil, "cluster", "status"); !strings.Contains(r.stdout, "controller") || !strings.Contains(r.stdout, "events") {
+	if r := ok(t, brokers, nil, "cluster", "status"); !strings.Contains(r.stdout, "controller") || !strings.Contains(r.stdout, "events") ||
+		!strings.Contains(r.stdout, "0 under-replicated, 0 offline") || !strings.Contains(r.stdout, "alive") {
 		t.Fatalf("cluster status:\n%s", r.stdout)
+	}
+	// One node: every partition is led by its preferred replica already.
+	if r := ok(t, brokers, nil, "cluster", "elect-leaders", "events"); !strings.Contains(r.stdout, "ELECTION_NOT_NEEDED") {
+		t.Fatalf("cluster elect-leaders events:\n%s", r.stdout)
+	}
+	if r := ok(t, brokers, nil, "cluster", "elect-leaders", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Fatalf("cluster elect-leaders (all) on one node:\n%s", r.stdout)
 	}
 	ok(t, brokers, nil, "group", "delete", "readers")
 	ok(t, brokers, nil, "topic", "delete", "events")

@@ -6,8 +6,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +49,7 @@ func (b *lockedBuffer) tail(lines int) string {
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
-func startCluster(t *testing.T, nodes int, args ...string) *localcluster.Cluster {
+func startCluster(t testing.TB, nodes int, args ...string) *localcluster.Cluster {
 	t.Helper()
 	logs := &lockedBuffer{}
 	c, err := localcluster.Start(localcluster.Config{
@@ -119,6 +122,30 @@ func describeTopic(client *kgo.Client, topic string) (map[int32]partitionInfo, b
 	out := map[int32]partitionInfo{}
 	for _, p := range resp.Topics[0].Partitions {
 		out[p.Partition] = partitionInfo{leader: p.Leader, epoch: p.LeaderEpoch, replicas: p.Replicas, isr: p.ISR}
+	}
+	return out, true
+}
+
+// topicIDs asks the cluster for the named topics' ids.
+func topicIDs(client *kgo.Client, topics ...string) (map[string][16]byte, bool) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, client)
+	if err != nil {
+		return nil, false
+	}
+	out := map[string][16]byte{}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || t.Topic == nil {
+			return nil, false
+		}
+		out[*t.Topic] = t.TopicID
 	}
 	return out, true
 }
@@ -202,4 +229,27 @@ func assertReplicasIdentical(t *testing.T, c *localcluster.Cluster, topic string
 			}
 		}
 	}
+}
+
+// scrapeMetric reads node's /metrics and returns the value of the series named exactly series
+// (name with labels as exposed), and whether it was there.
+func scrapeMetric(t testing.TB, node *localcluster.Node, series string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + node.HTTP + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if ok && name == series {
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }

@@ -203,7 +203,7 @@ func checkHistory(t *testing.T, read map[int32][]ackedRecord, acked []ackedRecor
 }
 
 // leaderOf waits for partition's leader (not -1) and returns it.
-func leaderOf(t *testing.T, client *kgo.Client, topic string, partition int32) partitionInfo {
+func leaderOf(t testing.TB, client *kgo.Client, topic string, partition int32) partitionInfo {
 	t.Helper()
 	var info partitionInfo
 	eventually(t, 20*time.Second, "a leader for "+topic, func() bool {
@@ -215,7 +215,7 @@ func leaderOf(t *testing.T, client *kgo.Client, topic string, partition int32) p
 }
 
 // awaitFullISR waits until every partition of topic has all its replicas in the ISR.
-func awaitFullISR(t *testing.T, client *kgo.Client, topic string, timeout time.Duration) {
+func awaitFullISR(t testing.TB, client *kgo.Client, topic string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "every replica back in the ISR of "+topic, func() bool {
 		parts, ok := describeTopic(client, topic)

@@ -1,0 +1,36 @@
+package coordinator
+
+import (
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// coordinatorMetrics are the controller's figures, registered in Config.Metrics (a private set when
+// nil):
+//   - sluice_controller_changes_total: times this node saw the controller change to a known node;
+//   - sluice_controller_is_active: 1 while this node is the controller;
+//   - sluice_brokers_fenced_total: brokers this node, as controller, fenced for a missed session;
+//   - sluice_controller_failover_seconds: for each such fence, the time from the broker's last
+//     heartbeat to the commit of the command that moved its leaderships (the metadata half of a
+//     failover; brokers start serving as leaders when they apply it, within milliseconds).
+type coordinatorMetrics struct {
+	controllerChanges *metrics.Counter
+	brokersFenced     *metrics.Counter
+	failoverSeconds   *metrics.Histogram
+}
+
+func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics {
+	if set == nil {
+		set = metrics.NewSet()
+	}
+	set.GetOrCreateGauge("sluice_controller_is_active", func() float64 {
+		if c.Metadata().ControllerID == c.config.NodeID {
+			return 1
+		}
+		return 0
+	})
+	return coordinatorMetrics{
+		controllerChanges: set.GetOrCreateCounter("sluice_controller_changes_total"),
+		brokersFenced:     set.GetOrCreateCounter("sluice_brokers_fenced_total"),
+		failoverSeconds:   set.GetOrCreateHistogram("sluice_controller_failover_seconds"),
+	}
+}
