@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/segment"
 	"github.com/sluice-mq/sluice/share"
@@ -231,7 +232,7 @@ func (f *shareFetch) acquire() int {
 			f.noteLeader(key, result, err)
 			continue
 		}
-		records, ranges, err := f.broker.shares.acquireFrom(key, p, f.member, remaining, strict, budget)
+		records, ranges, err := f.broker.shares.acquireFrom(key, p, f.member, f.r.session.conn, remaining, strict, budget)
 		if err != nil {
 			result := f.result(key)
 			result.ErrorCode, result.ErrorMessage = protocol.CodeFor(err), errorMessage(err)
@@ -256,8 +257,10 @@ func (f *shareFetch) acquire() int {
 }
 
 // acquireFrom reads a partition from its next fetch offset and acquires what it can of it. It
-// returns the bytes of the batches that hold acquired records.
-func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member string, maxRecords int, strict bool,
+// returns the bytes of the batches that hold acquired records. Nothing is acquired for a member
+// whose share session on conn has ended (its connection closed while the fetch waited): those
+// records would stay locked, unseen, until their locks ran out.
+func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member string, conn *netpoll.Conn, maxRecords int, strict bool,
 	maxBytes int64) ([]byte, []share.AcquiredRange, error) {
 	now := time.Now()
 	m.mu.Lock()
@@ -299,6 +302,10 @@ func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member s
 	if m.mu.partitions[key] != e {
 		m.mu.Unlock()
 		return nil, nil, nil // reloaded meanwhile; the next attempt reads again
+	}
+	if s := m.mu.sessions[shareSessionKey{key.group, member}]; s == nil || s.conn != conn {
+		m.mu.Unlock()
+		return nil, nil, nil
 	}
 	ranges := e.state.Acquire(now, member, batches, maxRecords, strict)
 	m.mu.Unlock()
