@@ -66,7 +66,7 @@ func (b *Broker) handleShareFetch(r *request, req *kmsg.ShareFetchRequest) {
 	now := time.Now()
 	m := b.shares
 	m.mu.Lock()
-	session, err := m.sessionLocked(f.group, f.member, req.ShareSessionEpoch, r.session.conn)
+	session, err := m.sessionLocked(f.group, f.member, req.ShareSessionEpoch, r.session)
 	if err != nil {
 		m.mu.Unlock()
 		f.failCode(protocol.CodeFor(err), err.Error())
