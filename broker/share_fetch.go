@@ -26,8 +26,10 @@ import (
 	"github.com/sluice-mq/sluice/share"
 )
 
-// shareFetchMaxBytes bounds one partition's read when the request names no smaller budget.
-const shareFetchMaxBytes = 8 << 20
+// shareFetchMaxBytes bounds one partition's read when the request names no smaller budget: the
+// read is copied and parsed, and a fetch acquires max_records (500 by default), so reading
+// megabytes past them only burns memory bandwidth (a batch larger than this is still read whole).
+const shareFetchMaxBytes = 1 << 20
 
 // shareFetch is one ShareFetch between its arrival and its response.
 type shareFetch struct {
