@@ -193,11 +193,13 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
 		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
-		b.shares.close() // parked ShareFetches answer; dirty share state is written
-		b.consumerGroups.close()
+		b.shares.wakeParked() // parked ShareFetches answer now
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}
+		// After the last request: what it acknowledged or changed is written too.
+		b.shares.close()
+		b.consumerGroups.close()
 		b.background.Wait()
 		b.checkpointTransactions(ctx)
 		errs = append(errs, b.shutdownMetadata())

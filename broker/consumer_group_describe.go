@@ -43,11 +43,8 @@ func (b *Broker) handleConsumerGroupDescribe(r *request, req *kmsg.ConsumerGroup
 			c := b.consumerGroups
 			c.mu.Lock()
 			group := c.groupLocked(id, true, time.Now())
-			g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName = group.State(), group.Epoch(), group.AssignmentEpoch(), consumergroup.AssignorUniform
+			g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName = group.State(), group.Epoch(), group.AssignmentEpoch(), group.Assignor()
 			for _, m := range group.Members() {
-				if m.ServerAssignor == consumergroup.AssignorRange {
-					g.AssignorName = consumergroup.AssignorRange
-				}
 				dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 				dm.MemberID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.ID, m.Epoch, m.ClientID, m.ClientHost
 				if m.InstanceID != "" {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-mq/sluice/netpoll"
@@ -12,6 +13,8 @@ import (
 type session struct {
 	broker *Broker
 	conn   *netpoll.Conn
+	// closed is set once the connection closed (queued requests may still run).
+	closed atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -33,7 +36,12 @@ func (b *Broker) Opened(conn *netpoll.Conn) {
 
 // Closed implements netpoll.Handler. Queued requests still run; their responses are dropped.
 // A closed connection ends its share sessions, releasing the records they hold.
-func (b *Broker) Closed(conn *netpoll.Conn) { b.shares.connectionClosed(conn) }
+func (b *Broker) Closed(conn *netpoll.Conn) {
+	if s, ok := conn.Context().(*session); ok {
+		s.closed.Store(true)
+	}
+	b.shares.connectionClosed(conn)
+}
 
 // Serve implements netpoll.Handler: it runs on the event loop and only queues.
 func (b *Broker) Serve(conn *netpoll.Conn, frame []byte, res *netpoll.Responder) {

@@ -114,6 +114,16 @@ func (m *shareManager) close() {
 	}
 }
 
+// wakeParked makes parked fetches look again (during shutdown they then answer).
+func (m *shareManager) wakeParked() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.mu.closed {
+		close(m.mu.changed)
+		m.mu.changed = make(chan struct{})
+	}
+}
+
 // notifyLocked wakes parked fetches and the persister.
 func (m *shareManager) notifyLocked() {
 	close(m.mu.changed)

@@ -36,7 +36,7 @@ func (b *Broker) handleShareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRe
 	now := time.Now()
 	m := b.shares
 	m.mu.Lock()
-	_, err := m.sessionLocked(group, member, req.ShareSessionEpoch, r.session.conn)
+	_, err := m.sessionLocked(group, member, req.ShareSessionEpoch, r.session)
 	m.mu.Unlock()
 	if err != nil {
 		fail(protocol.CodeFor(err), err.Error())

@@ -5,7 +5,8 @@ package broker
 // session's partitions this broker leads (whole batches at a time; exactly max_records in record-limit
 // mode, share_acquire_mode 1), and answers their batches with the acquired offset ranges and
 // delivery counts. With nothing to acquire it waits up to max_wait_ms, woken by appends, releases and
-// lock expiries. Top level: INVALID_REQUEST (no group or member id, acknowledgements in a session's
+// lock expiries (at most 20 ms for a member that holds records here: its client may send their
+// acknowledgements only with its next fetch). Top level: INVALID_REQUEST (no group or member id, acknowledgements in a session's
 // first request), SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH. Per partition:
 // UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER (with the current leader), KAFKA_STORAGE_ERROR; per
 // partition acknowledgement: INVALID_RECORD_STATE (an offset the member does not hold; nothing of
@@ -19,13 +20,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/segment"
 	"github.com/sluice-mq/sluice/share"
 )
 
-// shareFetchMaxBytes bounds one partition's read when the request names no smaller budget.
-const shareFetchMaxBytes = 8 << 20
+// shareFetchMaxBytes bounds one partition's read when the request names no smaller budget: the
+// read is copied and parsed, and a fetch acquires max_records (500 by default), so reading
+// megabytes past them only burns memory bandwidth (a batch larger than this is still read whole).
+const shareFetchMaxBytes = 1 << 20
 
 // shareFetch is one ShareFetch between its arrival and its response.
 type shareFetch struct {
@@ -64,7 +68,7 @@ func (b *Broker) handleShareFetch(r *request, req *kmsg.ShareFetchRequest) {
 	now := time.Now()
 	m := b.shares
 	m.mu.Lock()
-	session, err := m.sessionLocked(f.group, f.member, req.ShareSessionEpoch, r.session.conn)
+	session, err := m.sessionLocked(f.group, f.member, req.ShareSessionEpoch, r.session)
 	if err != nil {
 		m.mu.Unlock()
 		f.failCode(protocol.CodeFor(err), err.Error())
@@ -134,7 +138,29 @@ func (b *Broker) handleShareFetch(r *request, req *kmsg.ShareFetchRequest) {
 		f.respond()
 		return
 	}
-	go f.wait(time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond))
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if b.shares.holdsAny(f.group, f.member, f.fetchable) {
+		wait = min(wait, holderMaxWait)
+	}
+	go f.wait(time.Now().Add(wait))
+}
+
+// holderMaxWait bounds the wait of a fetch by a member that holds acquired records of its
+// partitions: clients may keep their acknowledgements until the answer (franz-go sends them with
+// its next ShareFetch), and while they wait the records stay locked and the in-flight window full.
+const holderMaxWait = 20 * time.Millisecond
+
+// holdsAny reports whether member holds acquired records in any of the partitions.
+func (m *shareManager) holdsAny(group, member string, keys []sharePartitionKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for _, key := range keys {
+		if e, ok := m.mu.partitions[key]; ok && e.state.Holds(now, member) {
+			return true
+		}
+	}
+	return false
 }
 
 // wait parks the fetch until records can be acquired or its deadline passes.
@@ -208,7 +234,7 @@ func (f *shareFetch) acquire() int {
 			f.noteLeader(key, result, err)
 			continue
 		}
-		records, ranges, err := f.broker.shares.acquireFrom(key, p, f.member, remaining, strict, budget)
+		records, ranges, err := f.broker.shares.acquireFrom(key, p, f.member, f.r.session.conn, remaining, strict, budget)
 		if err != nil {
 			result := f.result(key)
 			result.ErrorCode, result.ErrorMessage = protocol.CodeFor(err), errorMessage(err)
@@ -233,8 +259,10 @@ func (f *shareFetch) acquire() int {
 }
 
 // acquireFrom reads a partition from its next fetch offset and acquires what it can of it. It
-// returns the bytes of the batches that hold acquired records.
-func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member string, maxRecords int, strict bool,
+// returns the bytes of the batches that hold acquired records. Nothing is acquired for a member
+// whose share session on conn has ended (its connection closed while the fetch waited): those
+// records would stay locked, unseen, until their locks ran out.
+func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member string, conn *netpoll.Conn, maxRecords int, strict bool,
 	maxBytes int64) ([]byte, []share.AcquiredRange, error) {
 	now := time.Now()
 	m.mu.Lock()
@@ -276,6 +304,10 @@ func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member s
 	if m.mu.partitions[key] != e {
 		m.mu.Unlock()
 		return nil, nil, nil // reloaded meanwhile; the next attempt reads again
+	}
+	if s := m.mu.sessions[shareSessionKey{key.group, member}]; s == nil || s.conn != conn {
+		m.mu.Unlock()
+		return nil, nil, nil
 	}
 	ranges := e.state.Acquire(now, member, batches, maxRecords, strict)
 	m.mu.Unlock()

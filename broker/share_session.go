@@ -50,12 +50,17 @@ func (s *shareSession) fetchOrder() []sharePartitionKey {
 
 // sessionLocked applies a request's session epoch. It returns the session (nil after a close, or
 // on error) and whether the session is closing.
-func (m *shareManager) sessionLocked(group, member string, epoch int32, conn *netpoll.Conn) (*shareSession, error) {
+func (m *shareManager) sessionLocked(group, member string, epoch int32, conn *session) (*shareSession, error) {
+	if conn.closed.Load() {
+		// A request queued before its connection closed: a session opened now would hold
+		// records nobody can receive until their locks end.
+		return nil, fmt.Errorf("broker: connection of member %q closed: %w", member, protocol.ShareSessionNotFound)
+	}
 	key := shareSessionKey{group, member}
 	s := m.mu.sessions[key]
 	switch {
 	case epoch == 0:
-		s = &shareSession{conn: conn, epoch: 1, partitions: map[sharePartitionKey]bool{}}
+		s = &shareSession{conn: conn.conn, epoch: 1, partitions: map[sharePartitionKey]bool{}}
 		m.mu.sessions[key] = s
 		return s, nil
 	case s == nil:
@@ -69,7 +74,7 @@ func (m *shareManager) sessionLocked(group, member string, epoch int32, conn *ne
 	if s.epoch < 1 {
 		s.epoch = 1
 	}
-	s.conn = conn
+	s.conn = conn.conn
 	return s, nil
 }
 

@@ -71,6 +71,13 @@
 // (decode_txn.go). A second producer with the same transactional id fences the first
 // (ErrProducerFenced). ExampleProducer_transaction is a consume-transform-produce loop.
 //
+// # Share consumer
+//
+// A ShareConsumer (share.go) is a member of a share group (KIP-932): every member fetches from
+// every partition and the broker hands each record to one member at a time. Each record is
+// acknowledged with Accept, Release or Reject; acknowledgements ride on the next Poll's ShareFetch
+// (one share session per partition leader), or go out with Commit or Close.
+//
 // # Errors
 //
 // Broker error codes come back as *KafkaError (errors.As), which also unwraps to the

@@ -79,6 +79,8 @@ type Group struct {
 	target                 map[string]Assignment
 	// subscribedTopics is the fingerprint of the subscribed topics' ids and partition counts.
 	subscribedTopics string
+	// lastAssignor computed the current target ("" before any).
+	lastAssignor string
 	// dirty: the durable form changed.
 	dirty bool
 }
@@ -321,13 +323,22 @@ func (g *Group) refreshTarget(topics map[string]TopicInfo) {
 	if g.assignmentEpoch == g.epoch {
 		return
 	}
-	if g.assignor() == AssignorRange {
+	g.lastAssignor = g.assignor()
+	if g.lastAssignor == AssignorRange {
 		g.target = assignRange(subscribers, topics)
 	} else {
 		g.target = assignUniform(subscribers, topics, g.target)
 	}
 	g.assignmentEpoch = g.epoch
 	g.dirty = true
+}
+
+// Assignor is the assignor that computed the current target assignment (uniform before any).
+func (g *Group) Assignor() string {
+	if g.lastAssignor == "" {
+		return AssignorUniform
+	}
+	return g.lastAssignor
 }
 
 // assignor is the one most members ask for (uniform on a tie).

@@ -13,6 +13,7 @@ type record struct {
 	Epoch            int32                  `json:"epoch"`
 	AssignmentEpoch  int32                  `json:"assignmentEpoch"`
 	SubscribedTopics string                 `json:"subscribedTopics,omitempty"`
+	Assignor         string                 `json:"assignor,omitempty"`
 	Members          []memberRecord         `json:"members,omitempty"`
 	Target           map[string]assignments `json:"target,omitempty"`
 }
@@ -64,7 +65,7 @@ func (a assignments) assignment() Assignment {
 // Record encodes the durable form and clears Dirty.
 func (g *Group) Record() []byte {
 	g.dirty = false
-	r := record{Version: 1, Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch, SubscribedTopics: g.subscribedTopics, Target: map[string]assignments{}}
+	r := record{Version: 1, Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch, SubscribedTopics: g.subscribedTopics, Assignor: g.lastAssignor, Target: map[string]assignments{}}
 	for _, view := range g.Members() {
 		m := view.Member
 		r.Members = append(r.Members, memberRecord{ID: m.ID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID,
@@ -93,7 +94,7 @@ func Load(id string, config Config, body []byte, now time.Time) (*Group, error) 
 		return nil, fmt.Errorf("consumergroup: group %q: record version %d, epochs %d/%d", id, r.Version, r.AssignmentEpoch, r.Epoch)
 	}
 	g := New(id, config)
-	g.epoch, g.assignmentEpoch, g.subscribedTopics = r.Epoch, r.AssignmentEpoch, r.SubscribedTopics
+	g.epoch, g.assignmentEpoch, g.subscribedTopics, g.lastAssignor = r.Epoch, r.AssignmentEpoch, r.SubscribedTopics, r.Assignor
 	for _, m := range r.Members {
 		member := &Member{ID: m.ID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
 			SubscribedNames: m.SubscribedNames, SubscribedRegex: m.SubscribedRegex, ServerAssignor: m.ServerAssignor,

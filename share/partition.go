@@ -313,3 +313,16 @@ func (p *Partition) Lag(highWatermark int64) int64 {
 	}
 	return lag
 }
+
+// Holds reports whether member has records acquired here (locks not yet ended at now).
+func (p *Partition) Holds(now time.Time, member string) bool {
+	if p.acquiredCount == 0 {
+		return false
+	}
+	for i := range p.records {
+		if r := &p.records[i]; r.state == Acquired && r.owner == member && r.deadline.After(now) {
+			return true
+		}
+	}
+	return false
+}

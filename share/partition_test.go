@@ -327,3 +327,15 @@ func TestLagCountsWhatIsNotDone(t *testing.T) {
 		t.Fatalf("lag %d, want 0", lag)
 	}
 }
+
+func TestHoldsTracksTheMembersLocks(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := NewPartition(Config{LockDuration: time.Second, DeliveryCountLimit: 3, MaxInFlight: 10}, 0)
+	p.Acquire(now, "a", []Batch{{First: 0, Last: 1}}, 1, true)
+	if !p.Holds(now, "a") || p.Holds(now, "b") {
+		t.Fatal("a holds offset 0, b nothing")
+	}
+	if p.Holds(now.Add(time.Second), "a") {
+		t.Fatal("a lock that ended is not held")
+	}
+}

@@ -235,9 +235,9 @@ func TestShareGroupTwentyWorkersAcceptance(t *testing.T) {
 		for _, p := range described.Partitions {
 			starts += p.StartOffset
 		}
-		// Members re-register after the broker restart by heartbeating; on a busy machine the
-		// last of them may still be on its way when the lag reaches zero.
-		if described.TotalLag == 0 && starts == total && len(described.Members) >= 17 {
+		// The 17 live workers are members again (after the restart each rejoins at its next
+		// heartbeat), and nothing is left.
+		if described.TotalLag == 0 && starts == total && len(described.Members) == 17 {
 			break
 		}
 		select {
@@ -246,8 +246,8 @@ func TestShareGroupTwentyWorkersAcceptance(t *testing.T) {
 		case <-time.After(50 * time.Millisecond): // the last acknowledgements reach the broker asynchronously
 		}
 	}
-	if described.Type != "share" || len(described.Members) < 17 {
-		t.Errorf("group describe: %+v members, type %q; want 17 live members of a share group", len(described.Members), described.Type)
+	if described.Type != "share" {
+		t.Errorf("group describe: type %q, want share", described.Type)
 	}
 
 	l.mu.Lock()
