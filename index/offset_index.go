@@ -108,6 +108,9 @@ func (x *OffsetIndex) Len() int { return x.table.length() }
 // Full reports whether Append would fail with ErrFull.
 func (x *OffsetIndex) Full() bool { return x.table.full() }
 
+// Unwritten reports whether some entries are not in the file yet (Flush or Seal writes them).
+func (x *OffsetIndex) Unwritten() bool { return x.table.unwritten() }
+
 // Flush writes unwritten entries to the file without fsync.
 func (x *OffsetIndex) Flush() error { return x.table.flush() }
 

@@ -131,6 +131,12 @@ func (t *table[E]) last() (E, bool) {
 	return t.mu.entries[len(t.mu.entries)-1], true
 }
 
+func (t *table[E]) unwritten() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mu.written < len(t.mu.entries)
+}
+
 func (t *table[E]) full() bool { return t.length() >= t.maxEntries }
 
 // flush writes the entries not yet in the file with one write; it does not fsync.

@@ -92,6 +92,9 @@ func (x *TimeIndex) Len() int { return x.table.length() }
 // Full reports whether another entry would not fit.
 func (x *TimeIndex) Full() bool { return x.table.full() }
 
+// Unwritten reports whether some entries are not in the file yet (Flush or Seal writes them).
+func (x *TimeIndex) Unwritten() bool { return x.table.unwritten() }
+
 // Flush writes unwritten entries to the file without fsync.
 func (x *TimeIndex) Flush() error { return x.table.flush() }
 

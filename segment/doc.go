@@ -52,6 +52,10 @@
 //   - Open fails with ErrCorrupt, deleting and cutting nothing, when a segment holds offsets past the
 //     next segment's base, or damage in the last segment has no boundary after it to resume from.
 //
+// Open reads of a sealed segment only the tail after its trusted point, after a clean Close and after
+// a crash alike, and seals it again (three fsyncs) only when recovery changed it: an untrimmed file,
+// or index entries it rebuilt. After a crash the active segment's batch headers below the recovery
+// point are walked to replay its time index; after a clean Close it is read like a sealed segment.
 // Damage before the trusted point is not looked for at Open (that would read every segment on each
 // start): a read whose header walk meets it gets ErrCorrupt, and a flipped bit inside records is
 // served as it is on disk, for the client's CRC check to catch, as Kafka does. The two index files

@@ -140,9 +140,12 @@ func Open(dir string, cfg Config) (*Log, error) {
 	// them otherwise), the active one cut to its logical end, dropping a torn tail.
 	for i, s := range segments {
 		if i < len(segments)-1 {
-			// After a clean close sealed segments are already trimmed and synced; resealing every
-			// one would cost an fsync per segment on each start.
-			if !clean || s.allocated != s.size() {
+			// Rolling trimmed and synced each sealed segment whole before the next one existed, so
+			// after a clean close or a crash alike only one recovery changed is sealed again: one
+			// with an untrimmed file, or index entries it rebuilt (which would otherwise be lost
+			// again, and a later clean open would trust the shorter index left on disk). Resealing
+			// every one would cost three fsyncs per segment on each start.
+			if s.allocated != s.size() || s.offsets.Unwritten() || s.times.Unwritten() {
 				err = s.seal()
 			}
 		} else {

@@ -1,0 +1,96 @@
+package segment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// processReadBytes is the bytes this process has read through read(2)/pread(2) so far, page cache
+// hits included (rchar in /proc/self/io).
+func processReadBytes(t *testing.T) int64 {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io (%v): cannot count the bytes Open reads", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if value, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no rchar in /proc/self/io: %q", raw)
+	return 0
+}
+
+// TestOpenReadsOnlySegmentTails counts the bytes Open reads (the process's rchar) for a 24 MiB log of
+// six 4 MiB segments. After a clean close Open reads the index files and, of each data file, at most
+// the stretch after its last index entry that checks out: never a sealed segment's whole data (the
+// old recovery rescanned sealed tails on every start and deleted what followed a bad batch). After a
+// crash it also reads the active segment once: its batch headers below the recovery point, to
+// rebuild the time index (which finds damaged headers there too), or all of it without a recovery
+// point; sealed segments still only at their tails.
+func TestOpenReadsOnlySegmentTails(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4 << 20
+	cfg.IndexIntervalBytes = 4096
+	dir := t.TempDir()
+	l := openLog(t, dir, cfg)
+	gen := newBatchGen(5)
+	for l.SegmentCount() < 6 || l.activeSegment().size() < cfg.SegmentBytes-64<<10 {
+		if _, err := l.Append(gen.next(4, 1000), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	total, activeSize, segments, end := l.Size(), l.activeSegment().size(), l.SegmentCount(), l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	indexBytes := int64(0)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), offsetSuffix) || strings.HasSuffix(e.Name(), timeSuffix) {
+			info, _ := e.Info()
+			indexBytes += info.Size()
+		}
+	}
+	// Per segment: the batch at the last index entry, one header window and the scan after the
+	// entry (IndexIntervalBytes plus a batch), each well under 64 KiB.
+	tailBudget := indexBytes + int64(segments)*64<<10
+	open := func(name string, budget int64) {
+		t.Helper()
+		before := processReadBytes(t)
+		reopened, err := Open(dir, cfg)
+		read := processReadBytes(t) - before
+		if err != nil {
+			t.Fatalf("%s: Open: %v", name, err)
+		}
+		if reopened.LogEndOffset() != end || reopened.SegmentCount() != segments {
+			t.Fatalf("%s: log end %d in %d segments, want %d in %d", name, reopened.LogEndOffset(), reopened.SegmentCount(), end, segments)
+		}
+		t.Logf("%s: Open read %d bytes of a %d-byte log (%d bytes of index files)", name, read, total, indexBytes)
+		if read > budget {
+			t.Errorf("%s: Open read %d bytes, want at most %d: it scanned data it must trust", name, read, budget)
+		}
+		reopened.abandon() // a crash: the recovery point the flusher wrote stays at the end
+	}
+	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); err != nil {
+		t.Fatalf("Close left no clean marker: %v", err)
+	}
+	open("clean", tailBudget)
+	open("crash, recovery point at the end", tailBudget+activeSize)
+	if err := os.Remove(filepath.Join(dir, recoveryPointFile)); err != nil {
+		t.Fatal(err)
+	}
+	open("crash, no recovery point", tailBudget+activeSize)
+}
