@@ -177,6 +177,9 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 		if h.IsControl() {
 			return fmt.Errorf("broker: clients may not send control batches: %w", protocol.InvalidRecord)
 		}
+		if err := batch.CheckProduced(h); err != nil {
+			return fmt.Errorf("broker: %w: %w", protocol.InvalidRecord, err)
+		}
 		return nil
 	}, space[:0])
 	if err != nil {

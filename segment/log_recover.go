@@ -46,6 +46,9 @@ func Open(dir string, cfg Config) (*Log, error) {
 	l := &Log{dir: dir}
 	l.config.Store(&cfg)
 	logger := cfg.logger()
+	if err := finishReplace(dir); err != nil { // a swap of cleaned segments cut short (log_replace.go)
+		return nil, err
+	}
 	bases, err := listSegments(dir)
 	if err != nil {
 		return nil, err
