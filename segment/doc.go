@@ -52,16 +52,20 @@
 //   - Open fails with ErrCorrupt, deleting and cutting nothing, when a segment holds offsets past the
 //     next segment's base, or damage in the last segment has no boundary after it to resume from.
 //
-// Open reads of a sealed segment only the tail after its trusted point, after a clean Close and after
-// a crash alike, and seals it again (three fsyncs) only when recovery changed it: an untrimmed file,
-// or index entries it rebuilt. After a crash the active segment's batch headers below the recovery
-// point are walked to replay its time index; after a clean Close it is read like a sealed segment.
+// Open reads of each segment only the tail after its trusted point (plus, to replay a time index that
+// lost entries, the batch headers after its newest surviving entry), after a clean Close and after a
+// crash with a recent recovery point alike: never a whole segment, except the active one when no
+// recovery point names it. It seals a sealed segment again (three fsyncs) only when recovery changed
+// it: an untrimmed file, or index entries it rebuilt. The two index files are flushed separately, so
+// after a crash the segment holding the recovery point always replays its time index; a sealed
+// segment's only when it visibly lost entries.
+//
 // Damage before the trusted point is not looked for at Open (that would read every segment on each
-// start): a read whose header walk meets it gets ErrCorrupt, and a flipped bit inside records is
-// served as it is on disk, for the client's CRC check to catch, as Kafka does. The two index files
-// are flushed separately, so the segment holding the recovery point also replays its time index from
-// the batch headers below that point; a sealed segment's time index is replayed only when it visibly
-// lost entries. Index entries below the verified one are loaded unchecked: reads check each entry
+// start): a read whose header walk meets it gets ErrCorrupt, except that a read starting at the
+// intact batch just before a damaged header still gets that batch (its CRC is checked when the next
+// header does not confirm where it ends), so reads reach every intact batch up to the damage; a
+// flipped bit inside records is served as it is on disk, for the client's CRC check to catch, as
+// Kafka does. Index entries below the verified one are loaded unchecked: reads check each entry
 // against the batch header they read anyway and fall back to scanning from the run start, and
 // Truncate resumes from a verified one.
 //

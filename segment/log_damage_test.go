@@ -193,16 +193,18 @@ func (c *laidOutLog) expectDamage(t *testing.T, dir string, bad int) {
 
 // TestDamagedSealedSegmentKeepsTheRest flips one bit at every byte of a batch header and at sampled
 // bytes of its records, in the last batch of a sealed segment, in the only batch of a one-batch
-// segment and in the first batch of a segment, after a clean close and after a crash. Recovery used
+// segment and in the first and a middle batch of a segment, after a clean close and after a crash. Recovery used
 // to take the damaged batch for the segment's end, delete every later segment and hand their offsets
 // out again.
 func TestDamagedSealedSegmentKeepsTheRest(t *testing.T) {
 	for _, clean := range []bool{true, false} {
 		c := buildLaidOutLog(t, 41, []int{9, 1, 8, 5}, clean)
-		var targets []int // the last batch of segment 0, the only one of segment 1, the first of segment 2
+		// The last batch of segment 0, the only one of segment 1, the first and the fourth of segment
+		// 2 (below its last index entry: undetected at Open, yet the batch before it must be served).
+		var targets []int
 		for i := range c.batches {
 			if (c.segment[i] == 0 && (i+1 == len(c.batches) || c.segment[i+1] != 0)) || c.segment[i] == 1 ||
-				(c.segment[i] == 2 && c.segment[i-1] != 2) {
+				(c.segment[i] == 2 && c.segment[i-1] != 2) || (c.segment[i] == 2 && c.segment[i-3] == 2 && c.segment[i-4] != 2) {
 				targets = append(targets, i)
 			}
 		}

@@ -60,7 +60,8 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 		// When upTo lies inside a batch, that batch is not wholly below the mark and is left out too.
 		upToPosition, _, err := s.positionOf(r, upTo, run.start)
 		if err != nil {
-			return Slice{}, l.readError(err)
+			// A damaged header between the two: the first batch alone may still be served.
+			return l.sliceOneBatch(s, position, first, upTo, run, err)
 		}
 		limit = upToPosition
 		if limit <= position {
@@ -73,7 +74,7 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 	// verified is never served as whole, nor are the bytes after it.
 	end := position + int64(first.Size())
 	if !boundary(r, end, first.NextOffset(), limit) {
-		return Slice{}, l.readError(fmt.Errorf("segment %d: batch at %d (offset %d) does not end where a batch with offset %d starts: %w",
+		return l.sliceOneBatch(s, position, first, upTo, run, fmt.Errorf("segment %d: batch at %d (offset %d) does not end where a batch with offset %d starts: %w",
 			s.baseOffset, position, first.BaseOffset, first.NextOffset(), batch.ErrCorrupt))
 	}
 	budgetEnd := limit
@@ -96,6 +97,27 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 		end = scan
 	}
 	return Slice{File: s.file, Position: position, Size: end - position, FirstOffset: first.BaseOffset}, nil
+}
+
+// sliceOneBatch is Slice when the header after the first batch does not confirm where that batch
+// ends (damage recovery did not scan: it verifies only the tails of segments and, after a crash, what
+// follows the recovery point). The first batch is served alone when all of it checks out (structure,
+// CRC, the offsets its header claims) and lies wholly below upTo, so reads reach every intact batch
+// up to the damage; otherwise the read fails with cause, as ErrCorrupt.
+func (l *Log) sliceOneBatch(s *segment, position int64, first batch.Header, upTo int64, run run, cause error) (Slice, error) {
+	end := position + int64(first.Size())
+	if first.LastOffset() >= upTo {
+		return Slice{}, nil // not wholly below the mark: left out, as on the ordinary path
+	}
+	if end <= run.endPosition {
+		raw := make([]byte, first.Size())
+		if _, err := s.file.ReadAt(raw, position); err == nil {
+			if h, err := batch.Validate(raw); err == nil && h.BaseOffset == first.BaseOffset && h.Size() == first.Size() {
+				return Slice{File: s.file, Position: position, Size: end - position, FirstOffset: first.BaseOffset}, nil
+			}
+		}
+	}
+	return Slice{}, l.readError(cause)
 }
 
 // boundary reports whether a batch with offset next starts at position, or position is the limit.

@@ -93,23 +93,42 @@ func (s *segment) timeIndexDamaged() bool {
 // replayTimes rebuilds the time index, and the newest timestamp, for the batches up to and including
 // the one at from by reading their headers, adding an entry at each offset index entry as indexBatch
 // would have. recover goes on from there. Without it, entries lost before from would make those that
-// recover adds claim too low a maximum, and lookups by time would skip batches. It fails when the
-// headers below from do not chain; the time index is then empty.
+// recover adds claim too low a maximum, and lookups by time would skip batches.
+//
+// The time index file holds a prefix of its entries (package index), so what a crash loses is a
+// suffix: the replay starts at the batch named by the newest surviving entry at or below from, once
+// that batch is found to hold the entry's timestamp, and reads only the headers after it (a crash
+// with a recent recovery point then costs a few reads, not a read of the whole active segment). When
+// there is no such entry, or it does not check out, it replays from the segment start. It fails when
+// the headers do not chain; the time index is then empty.
 func (s *segment) replayTimes(from index.OffsetEntry) error {
-	if err := s.times.TruncateFromOffset(s.baseOffset); err != nil {
+	if err := s.times.TruncateFromOffset(from.Offset + 1); err != nil {
 		return err
-	}
-	if from.Position == 0 {
-		return nil
 	}
 	info, err := s.file.Stat()
 	if err != nil {
 		return fmt.Errorf("segment: stat %s: %w", s.dataPath, err)
 	}
-	points := s.offsets.Entries()
 	r := newHeaderReader(s.file, info.Size())
 	maxTimestamp, maxTimestampOffset := int64(-1), s.baseOffset
 	position, next := int64(0), s.baseOffset
+	resumed := false
+	if last, ok := s.times.Last(); ok {
+		at, h, err := s.positionOf(r, last.Offset, index.OffsetEntry{Offset: s.baseOffset})
+		if err == nil && at <= from.Position && h.BaseOffset == last.Offset && h.MaxTimestamp == last.Timestamp {
+			maxTimestamp, maxTimestampOffset = last.Timestamp, last.Offset
+			position, next, resumed = at, last.Offset, true
+		}
+	}
+	if !resumed {
+		if err := s.times.TruncateFromOffset(s.baseOffset); err != nil {
+			return err
+		}
+		if from.Position == 0 {
+			return nil
+		}
+	}
+	points := s.offsets.Entries()
 	for position <= from.Position {
 		h, err := r.at(position)
 		if err == nil && h.BaseOffset != next {
