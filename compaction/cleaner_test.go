@@ -22,9 +22,9 @@ type latest struct {
 
 // producedLog appends keyed records to a real log and remembers the latest record of each key.
 type producedLog struct {
-	t      testing.TB
-	log    *segment.Log
-	model  map[string]latest
+	t     testing.TB
+	log   *segment.Log
+	model map[string]latest
 	// history is every record produced, in offset order.
 	history []struct {
 		key string
