@@ -32,6 +32,7 @@ type Broker struct {
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
+	cleaner     *logCleaner
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -52,6 +53,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.metrics = newBrokerMetrics(cfg.Metrics)
+	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	b.cleaner = cleaner
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
 	logDefaults := cfg.Log
@@ -61,7 +67,6 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	replicationCfg := cfg.Replication
 	replicationCfg.NodeID = cfg.NodeID
-	var err error
 	b.replicas, err = replication.NewManager(replicationCfg, b.brokerAddress, b.proposeISR, cfg.Metrics, logger.With("component", "replication"))
 	if err != nil {
 		return nil, err
@@ -120,6 +125,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.coordinator.StartSession(registration)
 	b.background.Add(1)
 	go b.runRetention()
+	b.background.Add(1)
+	go b.runCleaner()
 	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
 	return b, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/compaction"
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/segment"
@@ -184,6 +185,11 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	}, space[:0])
 	if err != nil {
 		return p, segment.AppendResult{}, err
+	}
+	if state.compaction != nil {
+		if err := compaction.RequireKeys(records); err != nil { // log_cleaner.go
+			return p, segment.AppendResult{}, fmt.Errorf("broker: %s-%d is compacted: %w: %w", topic, index, protocol.InvalidRecord, err)
+		}
 	}
 	if acks == -1 && state.minInsync > 1 {
 		// The committed ISR, or fewer when followers stopped fetching and the controller cannot
