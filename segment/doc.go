@@ -11,13 +11,19 @@
 //	recovery-point                  a position known to be fsynced (see below)
 //	clean-shutdown                  present only between a clean Close and the next Open
 //
-// recovery-point file (28 bytes, big-endian):
+// recovery-point file (56 bytes, big-endian; bytes 0..27 are the whole file older versions wrote,
+// which is still read, its time index counting as unknown):
 //
 //	offset  size  field
 //	     0     8  base offset of the segment
 //	     8     8  byte position in that segment: every byte before it was fdatasynced
 //	    16     8  next offset at that position
 //	    24     4  CRC-32C of bytes 0..23
+//	    28     8  time index entries the segment's .timeindex file held when the point was written
+//	              (-1: unknown); the entries of every batch before the position are among them
+//	    36     8  timestamp of the last of those entries
+//	    44     8  offset of the last of those entries
+//	    52     4  CRC-32C of bytes 0..51 (when it fails, the point stands and the time index is unknown)
 //
 // Invariants:
 //   - Offsets are dense: each batch's baseOffset is the previous batch's last offset + 1, and each
@@ -56,9 +62,10 @@
 // lost entries, the batch headers after its newest surviving entry), after a clean Close and after a
 // crash with a recent recovery point alike: never a whole segment, except the active one when no
 // recovery point names it. It seals a sealed segment again (three fsyncs) only when recovery changed
-// it: an untrimmed file, or index entries it rebuilt. The two index files are flushed separately, so
-// after a crash the segment holding the recovery point always replays its time index; a sealed
-// segment's only when it visibly lost entries.
+// it: an untrimmed file, or index entries it rebuilt. The index files are not fsynced with the data,
+// so after a machine crash the time index may have lost entries for batches below the recovery
+// point: it is replayed when it holds fewer entries than the point recorded, or a different last one
+// (always, when the point does not know); a sealed segment's only when it visibly lost entries.
 //
 // Damage before the trusted point is not looked for at Open (that would read every segment on each
 // start): a read whose header walk meets it gets ErrCorrupt, except that a read starting at the

@@ -187,7 +187,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	l.view.Store(&logView{segments: segments, logStartOffset: view.logStartOffset})
 	// Everything before the new segment was fsynced by seal.
 	l.flush.advance(next)
-	l.writeRecoveryPoint(recoveryPoint{segmentBase: next, position: 0, nextOffset: next}, false)
+	l.writeRecoveryPoint(recoveryPoint{segmentBase: next, position: 0, nextOffset: next, timeEntries: 0}, false)
 	return fresh, nil
 }
 
@@ -265,7 +265,7 @@ func (l *Log) Close() error {
 			l.flush.advance(active.nextOffset())
 			// The point at the very end tells the next Open where the log ends even if the active
 			// segment turns out damaged.
-			point := recoveryPoint{segmentBase: active.baseOffset, position: active.size(), nextOffset: active.nextOffset()}
+			point := active.pointAtEnd() // seal wrote the indexes in full
 			if err := l.writeRecoveryPoint(point, true); err != nil {
 				errs = append(errs, err)
 			} else if err := markClean(l.dir); err != nil {

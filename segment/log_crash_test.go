@@ -528,13 +528,21 @@ func TestStaleRecoveryPoint(t *testing.T) {
 	c := buildCrashedLog(t, 13, 3, 12, 0)
 	activeBase := c.batches[c.activeStart].base
 	end := c.batches[len(c.batches)-1].last + 1
+	// point writes the current format with the time index fields claiming 1000 entries (more than
+	// any segment here has, so the time index is replayed); legacy the 28-byte format older versions
+	// wrote, with no time index fields.
 	point := func(segmentBase, position, next int64) []byte {
 		raw := make([]byte, recoveryPointSize)
 		binary.BigEndian.PutUint64(raw, uint64(segmentBase))
 		binary.BigEndian.PutUint64(raw[8:], uint64(position))
 		binary.BigEndian.PutUint64(raw[16:], uint64(next))
 		binary.BigEndian.PutUint32(raw[24:], crc32.Checksum(raw[:24], castagnoli))
+		binary.BigEndian.PutUint64(raw[28:], 1000)
+		binary.BigEndian.PutUint32(raw[52:], crc32.Checksum(raw[:52], castagnoli))
 		return raw
+	}
+	legacy := func(segmentBase, position, next int64) []byte {
+		return point(segmentBase, position, next)[:legacyRecoveryPointSize]
 	}
 	badCRC := point(activeBase, 100, end)
 	badCRC[3] ^= 1
@@ -550,6 +558,9 @@ func TestStaleRecoveryPoint(t *testing.T) {
 		"zeroes":               make([]byte, recoveryPointSize),
 		"negative":             point(-5, -100, -100),
 		"wrong-segment-offset": point(activeBase, c.positions[5], 3),
+		"legacy-beyond-data":   legacy(activeBase, c.activeEnd()+10<<10, end+1000),
+		"legacy-mid-batch":     legacy(activeBase, c.positions[3]+7, c.batches[c.activeStart+3].base+1),
+		"legacy-bad-crc":       append(legacy(activeBase, 100, end)[:24], 1, 2, 3, 4),
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := copyDir(t, c.dir)

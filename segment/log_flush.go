@@ -150,8 +150,13 @@ func (f *flusher) flushOnce() {
 		if !l.closed.Load() && l.activeSegment() == active && f.truncationCount() == truncations {
 			// Index entries are written before the recovery point that lets recovery trust them.
 			active.offsets.Flush()
-			active.times.Flush()
-			l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: position, nextOffset: next}, false)
+			timesErr := active.times.Flush()
+			point := active.pointAtEnd()
+			point.position, point.nextOffset = position, next
+			if timesErr != nil {
+				point.timeEntries = unknownTimeIndex // the file may lack entries the point would vouch for
+			}
+			l.writeRecoveryPoint(point, false)
 		}
 		l.appendMu.Unlock()
 	}

@@ -17,7 +17,10 @@ import (
 const (
 	recoveryPointFile = "recovery-point"
 	cleanShutdownFile = "clean-shutdown"
-	recoveryPointSize = 28
+	recoveryPointSize = 56
+	// legacyRecoveryPointSize is the point without the time index fields, as older versions wrote it;
+	// the current format begins with it, so that readers of the old one still read the point.
+	legacyRecoveryPointSize = 28
 	// recoveryChunk is how much of a data file recovery reads at a time.
 	recoveryChunk = 4 << 20
 	// verifyAttempts bounds how many index entries recovery tries before scanning a whole segment.
@@ -30,6 +33,27 @@ type recoveryPoint struct {
 	segmentBase int64
 	position    int64
 	nextOffset  int64
+	// timeEntries is the number of time index entries the segment's time index file held when the
+	// point was written, and lastTime the last of them; -1 when not known. Entries for every batch
+	// below position are among them.
+	timeEntries int64
+	lastTime    index.TimeEntry
+}
+
+// unknownTimeIndex is a recovery point's time index fields when the file may not hold the entries.
+const unknownTimeIndex = -1
+
+// timeIndexIntact reports whether s's time index holds, unchanged, the entries the point recorded:
+// then no entry for a batch below the point was lost, and the time index needs no replay.
+func (p recoveryPoint) timeIndexIntact(s *segment) bool {
+	if p.timeEntries < 0 || int64(s.times.Len()) < p.timeEntries {
+		return false
+	}
+	if p.timeEntries == 0 {
+		return true
+	}
+	entries := s.times.Entries()
+	return entries[p.timeEntries-1] == p.lastTime
 }
 
 // Open opens the log in dir, creating dir and an empty first segment when there is none, and
@@ -104,9 +128,10 @@ func Open(dir string, cfg Config) (*Log, error) {
 		case hasPoint && base == point.segmentBase && point.position <= fileSize:
 			durable = durablePoint{position: point.position, offset: point.nextOffset, checkpoint: true}
 			from = s.verifiedEntry(point.position, &cfg)
-			// The two index files are written separately and not fsynced: after a crash the time
-			// index may lack entries the offset index has.
-			replay = true
+			// The two index files are written separately and not fsynced: after a machine crash
+			// the time index may lack entries the offset index has. The point says how many it
+			// held when the point was written; only a time index that lost some is replayed.
+			replay = !point.timeIndexIntact(s)
 		default:
 			// Nothing of the active segment is known to be durable: all of it may be a torn tail.
 			durable = durablePoint{offset: -1}
@@ -174,7 +199,8 @@ func Open(dir string, cfg Config) (*Log, error) {
 		closeAll()
 		return nil, err
 	}
-	l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: active.size(), nextOffset: active.nextOffset()}, false)
+	// Recovery may have rebuilt index entries the files do not hold yet: the time index is unknown.
+	l.writeRecoveryPoint(recoveryPoint{segmentBase: active.baseOffset, position: active.size(), nextOffset: active.nextOffset(), timeEntries: unknownTimeIndex}, false)
 	l.flush.start(l, active.nextOffset())
 	return l, nil
 }
@@ -209,17 +235,25 @@ func listSegments(dir string) ([]int64, error) {
 
 func readRecoveryPoint(dir string) (recoveryPoint, bool) {
 	raw, err := os.ReadFile(filepath.Join(dir, recoveryPointFile))
-	if err != nil || len(raw) != recoveryPointSize {
+	if err != nil || (len(raw) != recoveryPointSize && len(raw) != legacyRecoveryPointSize) {
 		return recoveryPoint{}, false
 	}
 	if crc32.Checksum(raw[:24], castagnoli) != binary.BigEndian.Uint32(raw[24:]) {
 		return recoveryPoint{}, false
 	}
-	return recoveryPoint{
+	p := recoveryPoint{
 		segmentBase: int64(binary.BigEndian.Uint64(raw)),
 		position:    int64(binary.BigEndian.Uint64(raw[8:])),
 		nextOffset:  int64(binary.BigEndian.Uint64(raw[16:])),
-	}, true
+		timeEntries: unknownTimeIndex,
+	}
+	// A time index part that does not check out (a torn write) leaves the point itself usable.
+	if len(raw) == recoveryPointSize && crc32.Checksum(raw[:52], castagnoli) == binary.BigEndian.Uint32(raw[52:]) {
+		p.timeEntries = int64(binary.BigEndian.Uint64(raw[28:]))
+		p.lastTime.Timestamp = int64(binary.BigEndian.Uint64(raw[36:]))
+		p.lastTime.Offset = int64(binary.BigEndian.Uint64(raw[44:]))
+	}
+	return p, true
 }
 
 // writeRecoveryPoint overwrites the recovery point in place. It is written after the fsync that made
@@ -233,6 +267,10 @@ func (l *Log) writeRecoveryPoint(p recoveryPoint, durable bool) error {
 	binary.BigEndian.PutUint64(raw[8:], uint64(p.position))
 	binary.BigEndian.PutUint64(raw[16:], uint64(p.nextOffset))
 	binary.BigEndian.PutUint32(raw[24:], crc32.Checksum(raw[:24], castagnoli))
+	binary.BigEndian.PutUint64(raw[28:], uint64(p.timeEntries))
+	binary.BigEndian.PutUint64(raw[36:], uint64(p.lastTime.Timestamp))
+	binary.BigEndian.PutUint64(raw[44:], uint64(p.lastTime.Offset))
+	binary.BigEndian.PutUint32(raw[52:], crc32.Checksum(raw[:52], castagnoli))
 	path := filepath.Join(l.dir, recoveryPointFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

@@ -165,7 +165,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	// An older recovery point may name bytes past the new end that appends will now rewrite: the new
 	// one must be on disk before any of them.
-	if err := l.writeRecoveryPoint(recoveryPoint{segmentBase: s.baseOffset, position: position, nextOffset: newEnd}, true); err != nil {
+	if err := l.writeRecoveryPoint(recoveryPoint{segmentBase: s.baseOffset, position: position, nextOffset: newEnd, timeEntries: unknownTimeIndex}, true); err != nil {
 		return fail(err)
 	}
 	return nil

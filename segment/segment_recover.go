@@ -238,10 +238,12 @@ func (s *segment) recover(from index.OffsetEntry, durable durablePoint, keep []d
 }
 
 // scanValid indexes the valid batches with dense offsets from position (holding offset next) and
-// returns the position and offset of the first thing that is not one, or of the file's end.
+// returns the position and offset of the first thing that is not one, or of the file's end. It reads
+// 64 KiB first, doubling up to recoveryChunk while batches go on, so that a scan of a short tail does
+// not read megabytes of the preallocated space after it.
 func (s *segment) scanValid(position, next, fileSize int64, cfg *Config) (int64, int64, error) {
 	var buf []byte
-	readSize := int64(recoveryChunk)
+	readSize := int64(64 << 10)
 	for position < fileSize {
 		want := min(readSize, fileSize-position)
 		if int64(cap(buf)) < want {
@@ -272,7 +274,7 @@ func (s *segment) scanValid(position, next, fileSize int64, cfg *Config) (int64,
 				}
 				plausible := len(rest) < batch.HeaderSize || h.BaseOffset == next
 				if plausible && position+int64(consumed)+need <= fileSize && int64(len(rest)) < need {
-					readSize = max(recoveryChunk, need)
+					readSize = max(min(2*readSize, recoveryChunk), need)
 					break
 				}
 			}
@@ -350,4 +352,12 @@ func (s *segment) reopenActive(cfg *Config) error {
 		s.firstAppend = cfg.now() // age is counted from reopening: Kafka does the same
 	}
 	return nil
+}
+
+// pointAtEnd is a recovery point at the segment's logical end, recording its time index as it is
+// now. The caller holds appendMu and has just written every index entry to the file (Flush or Seal).
+func (s *segment) pointAtEnd() recoveryPoint {
+	p := recoveryPoint{segmentBase: s.baseOffset, position: s.size(), nextOffset: s.nextOffset(), timeEntries: int64(s.times.Len())}
+	p.lastTime, _ = s.times.Last()
+	return p
 }
