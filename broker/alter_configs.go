@@ -89,6 +89,8 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request, req *kmsg.Incremental
 func (b *Broker) alterTopicConfigs(resourceType kmsg.ConfigResourceType, name string, set map[string]string, remove []string, replaceAll, validateOnly bool) error {
 	switch resourceType {
 	case resourceTopic:
+	case resourceGroup:
+		return b.alterGroupConfigs(name, set, remove, replaceAll, validateOnly)
 	case resourceBroker:
 		return fmt.Errorf("broker: broker configs are static (set by sluiced flags): %w", protocol.InvalidRequest)
 	default:

@@ -62,8 +62,8 @@ func typed[T kmsg.Request](fn func(b *Broker, r *request, req T)) handlerFunc {
 // librdkafka enables features only when the advertised range reaches its old minimums.
 func newAPITable() apiTable {
 	entries := map[int16]apiEntry{
-		0:  {protocol.VersionRange{Min: 3, Max: 9}, typed((*Broker).handleProduce)},
-		1:  {protocol.VersionRange{Min: 4, Max: 12}, typed((*Broker).handleFetch)},
+		0:  {protocol.VersionRange{Min: 3, Max: 13}, typed((*Broker).handleProduce)},
+		1:  {protocol.VersionRange{Min: 4, Max: 18}, typed((*Broker).handleFetch)},
 		2:  {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleListOffsets)},
 		3:  {protocol.VersionRange{Min: 0, Max: 12}, typed((*Broker).handleMetadata)},
 		8:  {protocol.VersionRange{Min: 0, Max: 8}, typed((*Broker).handleOffsetCommit)},
@@ -74,13 +74,18 @@ func newAPITable() apiTable {
 		13: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleLeaveGroup)},
 		14: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleSyncGroup)},
 		15: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleDescribeGroups)},
-		16: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleListGroups)},
+		16: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleListGroups)},
 		18: {protocol.VersionRange{Min: 0, Max: 4}, nil}, // ApiVersions: answered before decoding
 		19: {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleCreateTopics)},
 		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
 		21: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleDeleteRecords)},
 		22: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleInitProducerID)}, // librdkafka needs Min 0 for idempotence
 		23: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleOffsetForLeaderEpoch)},
+		24: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleAddPartitionsToTxn)},
+		25: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleAddOffsetsToTxn)},
+		26: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleEndTxn)},
+		27: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleWriteTxnMarkers)},
+		28: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleTxnOffsetCommit)},
 		32: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeConfigs)},
 		33: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleAlterConfigs)},
 		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},
@@ -89,6 +94,17 @@ func newAPITable() apiTable {
 		44: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleIncrementalAlterConfigs)},
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
+		65: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeTransactions)},
+		66: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleListTransactions)},
+		68: {protocol.VersionRange{Min: 1, Max: 1}, typed((*Broker).handleConsumerGroupHeartbeat)},
+		69: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleConsumerGroupDescribe)},
+		76: {protocol.VersionRange{Min: 1, Max: 1}, typed((*Broker).handleShareGroupHeartbeat)},
+		77: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleShareGroupDescribe)},
+		78: {protocol.VersionRange{Min: 1, Max: 2}, typed((*Broker).handleShareFetch)},
+		79: {protocol.VersionRange{Min: 1, Max: 2}, typed((*Broker).handleShareAcknowledge)},
+		90: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeShareGroupOffsets)},
+		91: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleAlterShareGroupOffsets)},
+		92: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDeleteShareGroupOffsets)},
 	}
 	served := make(map[int16]protocol.VersionRange, len(entries))
 	for key, e := range entries {
@@ -108,7 +124,7 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 	r.metrics.requests.Inc()
 	if err != nil {
 		// Kafka closes a connection whose request it cannot parse or whose API it does not know.
-		b.logger.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
+		b.badRequestLog.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
 		r.failed()
 		r.skip()
 		s.conn.Close()
@@ -141,7 +157,7 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 }
 
 func (b *Broker) closeFor(r *request, reason string) {
-	b.logger.Warn("closing connection", "remote", r.session.conn.RemoteAddr(), "api", kmsg.NameForKey(r.header.APIKey),
+	b.badRequestLog.Warn("closing connection", "remote", r.session.conn.RemoteAddr(), "api", kmsg.NameForKey(r.header.APIKey),
 		"api_key", r.header.APIKey, "version", r.header.APIVersion, "reason", reason)
 	r.failed()
 	r.skip()

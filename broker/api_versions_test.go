@@ -13,8 +13,8 @@ import (
 // servedAPIs is what the broker must advertise: the ranges of KAFKA-NOTES.md that it serves, plus
 // the admin APIs.
 var servedAPIs = map[int16][2]int16{
-	0:  {3, 9},  // Produce
-	1:  {4, 12}, // Fetch
+	0:  {3, 13}, // Produce (v13+: topic ids)
+	1:  {4, 18}, // Fetch (v13+: topic ids)
 	2:  {0, 7},  // ListOffsets
 	3:  {0, 12}, // Metadata
 	8:  {0, 8},  // OffsetCommit
@@ -25,13 +25,18 @@ var servedAPIs = map[int16][2]int16{
 	13: {0, 5},  // LeaveGroup
 	14: {0, 5},  // SyncGroup
 	15: {0, 5},  // DescribeGroups
-	16: {0, 4},  // ListGroups
+	16: {0, 5},  // ListGroups
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId (Min 0: librdkafka enables idempotence only then)
 	23: {0, 4},  // OffsetForLeaderEpoch
+	24: {0, 5},  // AddPartitionsToTxn
+	25: {0, 4},  // AddOffsetsToTxn
+	26: {0, 4},  // EndTxn
+	27: {0, 1},  // WriteTxnMarkers
+	28: {0, 4},  // TxnOffsetCommit
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	37: {0, 3},  // CreatePartitions
@@ -40,6 +45,17 @@ var servedAPIs = map[int16][2]int16{
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster
+	65: {0, 0},  // DescribeTransactions
+	66: {0, 1},  // ListTransactions
+	68: {1, 1},  // ConsumerGroupHeartbeat
+	69: {0, 1},  // ConsumerGroupDescribe
+	76: {1, 1},  // ShareGroupHeartbeat
+	77: {0, 1},  // ShareGroupDescribe
+	78: {1, 2},  // ShareFetch
+	79: {1, 2},  // ShareAcknowledge
+	90: {0, 1},  // DescribeShareGroupOffsets
+	91: {0, 0},  // AlterShareGroupOffsets
+	92: {0, 0},  // DeleteShareGroupOffsets
 }
 
 func TestApiVersions(t *testing.T) {

@@ -117,9 +117,7 @@ func TestBadInputClosesOnlyItsConnection(t *testing.T) {
 		}{
 			{kmsg.NewPtrProduceRequest(), 2},
 			{kmsg.NewPtrProduceRequest(), 0},
-			{kmsg.NewPtrProduceRequest(), 10},
 			{kmsg.NewPtrFetchRequest(), 3},
-			{kmsg.NewPtrFetchRequest(), 13},
 			{kmsg.NewPtrMetadataRequest(), 13},
 			{kmsg.NewPtrListOffsetsRequest(), 8},
 			{kmsg.NewPtrDescribeClusterRequest(), 2},

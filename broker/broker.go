@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/loglimit"
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -33,6 +34,14 @@ type Broker struct {
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
 	cleaner     *logCleaner
+	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
+	shares      *shareManager   // share groups and share partitions (share.go)
+	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
+	consumerGroups *consumerGroups
+
+	// badRequestLog rate-limits the warning for requests that close their connection: a client
+	// can send them at will.
+	badRequestLog *loglimit.Limiter
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -52,6 +61,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
+	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
 	if err != nil {
@@ -60,6 +70,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.cleaner = cleaner
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
+	b.shares = newShareManager(b, logger.With("component", "share"))
+	b.consumerGroups = newConsumerGroups(b, logger.With("component", "consumer-groups"))
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
 	if logDefaults.Logger == nil {
@@ -96,7 +108,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.replicas.Close()
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
 	}
+	b.shares.start()
+	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
+	b.txns = newTxnCoordinator(b, b.metrics.set)
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
@@ -107,6 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	netCfg.Address = cfg.Listen
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
+	netCfg.MaxConnections = cfg.MaxConnections
 	netCfg.Logger = logger.With("component", "netpoll")
 	netCfg.Metrics = cfg.Metrics
 	if b.server, err = netpoll.Listen(netCfg, b); err != nil {
@@ -123,10 +139,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: register: %w", err)
 	}
 	b.coordinator.StartSession(registration)
-	b.background.Add(1)
+	b.background.Add(2)
 	go b.runRetention()
 	b.background.Add(1)
 	go b.runCleaner()
+	go b.txns.runChecker()
 	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
 	return b, nil
 }
@@ -166,6 +183,8 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
 		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
+		b.shares.close() // parked ShareFetches answer; dirty share state is written
+		b.consumerGroups.close()
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
 		}
@@ -178,6 +197,9 @@ func (b *Broker) Close(ctx context.Context) error {
 func (b *Broker) shutdownMetadata() error {
 	if b.unsubscribe != nil {
 		b.unsubscribe()
+	}
+	if b.txns != nil {
+		b.txns.close()
 	}
 	b.replicas.Close()
 	b.registry.closeAll()

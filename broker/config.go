@@ -60,11 +60,15 @@ type Config struct {
 
 	// Replication holds the follower fetch and ISR settings (NodeID is taken from NodeID above).
 	Replication replication.Config
+	// Transactions configures the transaction coordinator (txn_config.go).
+	Transactions TransactionConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
 	// MaxInFlightBytes bounds request bytes in flight across all connections (produce data).
 	MaxInFlightBytes int64
+	// MaxConnections bounds open client connections (Kafka's max.connections); 0: no bound.
+	MaxConnections int
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set
@@ -89,6 +93,7 @@ func DefaultConfig() Config {
 		Cleaner:                  DefaultCleanerConfig(),
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
+		Transactions:             DefaultTransactionConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 	}
@@ -132,6 +137,9 @@ func (c Config) Validate() error {
 	if err := c.Cleaner.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max connections %d is negative", c.MaxConnections))
+	}
 	if c.MaxFrameBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max frame bytes %d below 1024", c.MaxFrameBytes))
 	}
@@ -144,6 +152,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Groups.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Transactions.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

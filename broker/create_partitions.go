@@ -2,8 +2,10 @@ package broker
 
 // CreatePartitions v0-v3: raises a topic's partition count through the coordinator; new partitions'
 // logs are opened before the answer. Refusals: unknown topic UNKNOWN_TOPIC_OR_PARTITION, a count not
-// above the current one INVALID_PARTITIONS, manual assignments INVALID_REPLICA_ASSIGNMENT, a topic
-// named twice INVALID_REQUEST, not the controller NOT_CONTROLLER.
+// above the current one INVALID_PARTITIONS, a topic named twice INVALID_REQUEST, not the controller
+// NOT_CONTROLLER. Manual assignments are served: one replica list per new partition, each with the
+// topic's replication factor, without a broker twice, naming registered brokers only (at least one
+// live); otherwise INVALID_REPLICA_ASSIGNMENT.
 
 import (
 	"fmt"
@@ -29,10 +31,18 @@ func (b *Broker) handleCreatePartitions(r *request, req *kmsg.CreatePartitionsRe
 			switch {
 			case seen[rt.Topic] > 1:
 				return fmt.Errorf("broker: topic %q named more than once: %w", rt.Topic, protocol.InvalidRequest)
-			case len(rt.Assignment) > 0:
-				return fmt.Errorf("broker: manual partition assignment is not supported: %w", protocol.InvalidReplicaAssignment)
 			}
-			if err := b.coordinator.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly); err != nil {
+			var err error
+			if rt.Assignment != nil {
+				assignments := make([][]int32, len(rt.Assignment))
+				for i, a := range rt.Assignment {
+					assignments[i] = a.Replicas
+				}
+				err = b.coordinator.CreatePartitionsWithAssignments(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
+			} else {
+				err = b.coordinator.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
+			}
+			if err != nil || req.ValidateOnly {
 				return err
 			}
 			return b.registry.waitVersion(ctx, b.coordinator.Metadata().Version)

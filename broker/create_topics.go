@@ -5,8 +5,12 @@ package broker
 // answers carry the partition count, replication factor and configs. Refusals: existing topic
 // TOPIC_ALREADY_EXISTS, bad name INVALID_TOPIC_EXCEPTION, count <= 0 INVALID_PARTITIONS, replication
 // factor <= 0 or above the broker count INVALID_REPLICATION_FACTOR, unknown or bad config
-// INVALID_CONFIG, manual replica assignments and topics named twice INVALID_REQUEST, a node that is
-// not the controller NOT_CONTROLLER. A topic created whose log this node could not open for some
+// INVALID_CONFIG, topics named twice INVALID_REQUEST, a node that is not the controller
+// NOT_CONTROLLER. Manual replica assignments are served (num_partitions and replication_factor must
+// then be -1, else INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR, as in Kafka's controller):
+// partition indexes must run 0..n-1, and each list be non-empty, of one length, without a broker
+// twice, naming registered brokers only, at least one of them live; otherwise
+// INVALID_REPLICA_ASSIGNMENT. A topic created whose log this node could not open for some
 // partition (EMFILE, ENOSPC...) answers KAFKA_STORAGE_ERROR naming the partitions; the topic exists
 // and the broker retries opening them.
 
@@ -17,6 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/protocol"
 )
 
@@ -51,9 +56,6 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if duplicate {
 		return fmt.Errorf("broker: topic %q named more than once: %w", rt.Topic, protocol.InvalidRequest)
 	}
-	if len(rt.ReplicaAssignment) > 0 {
-		return fmt.Errorf("broker: manual replica assignment is not supported: %w", protocol.InvalidRequest)
-	}
 	partitions, replication := rt.NumPartitions, rt.ReplicationFactor
 	if partitions == -1 {
 		partitions = b.config.DefaultPartitions
@@ -68,7 +70,17 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		}
 		configs[c.Name] = *c.Value
 	}
-	topic, err := b.coordinator.CreateTopic(ctx, rt.Topic, partitions, replication, configs, validateOnly)
+	var topic *coordinator.Topic
+	var err error
+	if len(rt.ReplicaAssignment) > 0 {
+		assignments, manualErr := manualTopicAssignments(rt)
+		if manualErr != nil {
+			return manualErr
+		}
+		topic, err = b.coordinator.CreateTopicWithAssignments(ctx, rt.Topic, assignments, configs, validateOnly)
+	} else {
+		topic, err = b.coordinator.CreateTopic(ctx, rt.Topic, partitions, replication, configs, validateOnly)
+	}
 	if err != nil {
 		return err
 	}
@@ -91,6 +103,28 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		result.Configs = append(result.Configs, c)
 	}
 	return nil
+}
+
+// manualTopicAssignments orders a CreateTopics request's replica assignments by partition and checks
+// what the coordinator cannot see: the counts left at -1 and the partition indexes 0..n-1.
+func manualTopicAssignments(rt kmsg.CreateTopicsRequestTopic) ([][]int32, error) {
+	if rt.ReplicationFactor != -1 {
+		return nil, fmt.Errorf("broker: topic %q has a manual partition assignment, but replication factor %d, not -1: %w",
+			rt.Topic, rt.ReplicationFactor, protocol.InvalidReplicationFactor)
+	}
+	if rt.NumPartitions != -1 {
+		return nil, fmt.Errorf("broker: topic %q has a manual partition assignment, but %d partitions, not -1: %w",
+			rt.Topic, rt.NumPartitions, protocol.InvalidPartitions)
+	}
+	assignments := make([][]int32, len(rt.ReplicaAssignment))
+	for _, a := range rt.ReplicaAssignment {
+		if a.Partition < 0 || int(a.Partition) >= len(assignments) || assignments[a.Partition] != nil {
+			return nil, fmt.Errorf("broker: topic %q: assigned partitions must run 0..%d, each once (partition %d): %w",
+				rt.Topic, len(assignments)-1, a.Partition, protocol.InvalidReplicaAssignment)
+		}
+		assignments[a.Partition] = append([]int32{}, a.Replicas...)
+	}
+	return assignments, nil
 }
 
 // adminContext bounds an admin request by its timeout (at least a second, at most a minute).

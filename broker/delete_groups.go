@@ -1,6 +1,6 @@
 package broker
 
-// DeleteGroups v0-v2: deletes groups without members, with their committed offsets (one Raft entry
+// DeleteGroups v0-v2: deletes groups without members (emptied ones included), with their committed offsets (one Raft entry
 // for all the request's groups). Per group: members present NON_EMPTY_GROUP; neither members state
 // nor offsets GROUP_ID_NOT_FOUND; empty id INVALID_GROUP_ID; not the metadata leader
 // COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR if leadership is lost during the change).

@@ -1,14 +1,17 @@
 package broker
 
 // DescribeConfigs v0-v4 for topics (every served topic config: the topic's override, source
-// DYNAMIC_TOPIC_CONFIG, or the broker's default, source DEFAULT_CONFIG) and for this broker (its
-// static settings, read-only). Unknown topics UNKNOWN_TOPIC_OR_PARTITION; other brokers' ids and
+// DYNAMIC_TOPIC_CONFIG, or the broker's default, source DEFAULT_CONFIG) and for this broker (every
+// setting it runs with that has a Kafka name, read-only: none is dynamic; broker_configs.go). v1+
+// include_synonyms lists the override and the broker default behind a topic config; v3+ answers
+// carry config types, and include_documentation a text for each (config_docs.go). Unknown topics UNKNOWN_TOPIC_OR_PARTITION; other brokers' ids and
 // other resource types INVALID_REQUEST.
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -73,34 +76,6 @@ func (b *Broker) topicConfigEntries(overrides map[string]string, names []string)
 	return entries
 }
 
-func (b *Broker) brokerConfigEntries(names []string) []configEntry {
-	retention := int64(-1)
-	if b.config.Log.RetentionTime >= 0 {
-		retention = b.config.Log.RetentionTime.Milliseconds()
-	}
-	all := []configEntry{
-		{"broker.id", strconv.Itoa(int(b.config.NodeID)), sourceStaticBroker},
-		{"num.partitions", strconv.Itoa(int(b.config.DefaultPartitions)), sourceStaticBroker},
-		{"default.replication.factor", strconv.Itoa(int(b.config.DefaultReplicationFactor)), sourceStaticBroker},
-		{"auto.create.topics.enable", strconv.FormatBool(b.config.AutoCreateTopics), sourceStaticBroker},
-		{"message.max.bytes", strconv.Itoa(int(b.config.MaxMessageBytes)), sourceStaticBroker},
-		{"log.retention.ms", strconv.FormatInt(retention, 10), sourceStaticBroker},
-		{"log.retention.bytes", strconv.FormatInt(b.config.Log.RetentionBytes, 10), sourceStaticBroker},
-		{"log.segment.bytes", strconv.FormatInt(b.config.Log.SegmentBytes, 10), sourceStaticBroker},
-		{"log.dirs", b.config.DataDir, sourceStaticBroker},
-	}
-	if names == nil {
-		return all
-	}
-	var entries []configEntry
-	for _, e := range all {
-		if slices.Contains(names, e.name) {
-			entries = append(entries, e)
-		}
-	}
-	return entries
-}
-
 func (b *Broker) handleDescribeConfigs(r *request, req *kmsg.DescribeConfigsRequest) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	meta := b.coordinator.Metadata()
@@ -124,6 +99,8 @@ func (b *Broker) handleDescribeConfigs(r *request, req *kmsg.DescribeConfigsRequ
 			} else {
 				err = fmt.Errorf("broker: node %d cannot describe broker %q: %w", b.config.NodeID, resource.ResourceName, protocol.InvalidRequest)
 			}
+		case resourceGroup:
+			entries, err = b.groupConfigEntries(resource.ResourceName, resource.ConfigNames)
 		default:
 			err = fmt.Errorf("broker: resource type %d is not served: %w", resource.ResourceType, protocol.InvalidRequest)
 		}
@@ -136,7 +113,13 @@ func (b *Broker) handleDescribeConfigs(r *request, req *kmsg.DescribeConfigsRequ
 			value := e.value
 			c.Name, c.Value, c.ReadOnly, c.Source = e.name, &value, readOnly, kmsg.ConfigSource(e.source)
 			c.IsDefault = e.source == sourceDefault
-			c.ConfigType = configType(e.name)
+			c.ConfigType = configTypeOf(e.name)
+			if req.IncludeDocumentation {
+				c.Documentation = configDocumentation(e.name)
+			}
+			if req.IncludeSynonyms {
+				c.ConfigSynonyms = b.configSynonyms(e, resource.ResourceType)
+			}
 			result.Configs = append(result.Configs, c)
 		}
 		resp.Resources = append(resp.Resources, result)
@@ -147,19 +130,28 @@ func (b *Broker) handleDescribeConfigs(r *request, req *kmsg.DescribeConfigsRequ
 	r.respond(resp)
 }
 
-// configType is the DescribeConfigs v3+ type of a config (Kafka's ConfigDef types).
-func configType(name string) kmsg.ConfigType {
-	switch name {
-	case "cleanup.policy":
-		return kmsg.ConfigTypeList
-	case "message.timestamp.type", "compression.type", "log.dirs":
-		return kmsg.ConfigTypeString
-	case "auto.create.topics.enable":
-		return kmsg.ConfigTypeBoolean
-	case "segment.bytes", "max.message.bytes", "min.insync.replicas", "num.partitions", "broker.id", "message.max.bytes", "log.segment.bytes":
-		return kmsg.ConfigTypeInt
-	case "default.replication.factor":
-		return kmsg.ConfigTypeShort
+// sortConfigEntries orders entries by name.
+func sortConfigEntries(entries []configEntry) {
+	slices.SortFunc(entries, func(a, b configEntry) int { return strings.Compare(a.name, b.name) })
+}
+
+// configSynonyms are a config's synonyms in precedence order (v1+ with include_synonyms): the
+// topic's override, then the broker default behind it.
+func (b *Broker) configSynonyms(e configEntry, resourceType kmsg.ConfigResourceType) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	synonym := func(name, value string, source int8) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		s.Name, s.Value, s.Source = name, &value, kmsg.ConfigSource(source)
+		return s
 	}
-	return kmsg.ConfigTypeLong
+	if resourceType == resourceBroker {
+		return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(e.name, e.value, e.source)}
+	}
+	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	if e.source == sourceDynamicTopic {
+		out = append(out, synonym(e.name, e.value, e.source))
+	}
+	if brokerKey, ok := brokerKeyOfTopicConfig[e.name]; ok {
+		out = append(out, synonym(brokerKey, b.topicConfigDefaults()[e.name], sourceStaticBroker))
+	}
+	return out
 }

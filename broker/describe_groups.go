@@ -1,8 +1,9 @@
 package broker
 
 // DescribeGroups v0-v5: state, protocol type, selected protocol and members (client id, host, and
-// in Stable the member's metadata and assignment) of each group. A group with committed offsets but
-// no members state is Empty; a group the broker does not know at all is Dead, with no error, as in
+// in Stable the member's metadata and assignment) of each group. A group whose last member left is
+// Empty (with its protocol type) until group.Config.EmptyRetention expires it; a group with committed
+// offsets but no members state is Empty; a group the broker does not know at all is Dead, with no error, as in
 // Kafka. Authorized operations are not computed (INT32_MIN). Refusals: not the metadata leader
 // COORDINATOR_NOT_AVAILABLE; empty group id INVALID_GROUP_ID.
 

@@ -1,15 +1,18 @@
 package broker
 
-// Fetch v4-v12. For each partition the broker reads from the batch holding the fetch offset up to the
+// Fetch v4-v18. For each partition the broker reads from the batch holding the fetch offset up to the
 // high watermark, within the partition's and the request's byte budgets, always at least one whole
 // batch for the first partition with data (KIP-74). Record bytes go out as file ranges (sendfile), so
 // the response is framed here by hand around them. A fetch with less than min_bytes available waits up
-// to max_wait_ms, woken by appends to any of its partitions. Fetch sessions are declined: every
-// response carries session id 0 so clients send full fetches; a request naming a session id gets
-// FETCH_SESSION_ID_NOT_FOUND. Per partition: unknown UNKNOWN_TOPIC_OR_PARTITION, offset outside
+// to max_wait_ms, woken by appends to any of its partitions. Fetch sessions are declined
+// (fetch_session.go): every response carries session id 0, so clients keep sending full fetches. Per partition: unknown UNKNOWN_TOPIC_OR_PARTITION, offset outside
 // [log start, log end] OFFSET_OUT_OF_RANGE, a stale current_leader_epoch FENCED_LEADER_EPOCH, a newer
 // one UNKNOWN_LEADER_EPOCH, an offset in data the log found damaged CORRUPT_MESSAGE (the batches before
 // the damage are served; the log itself logs the damage), any other read failure KAFKA_STORAGE_ERROR.
+// From v13 topics are named by id (KIP-516), answered by id; an id the broker does not know gets
+// UNKNOWN_TOPIC_ID for each of its partitions. From v15 the replica id travels in ReplicaState. The
+// tagged fields of v12+ (diverging epoch, current leader, snapshot id, node endpoints) are never
+// set, and the v17/v18 request tags (replica directory id, follower high watermark) are ignored.
 
 import (
 	"errors"
@@ -27,12 +30,15 @@ type fetchPartitionResult struct {
 	partition      int32
 	errorCode      int16
 	highWatermark  int64
+	lastStable     int64 // the last stable offset (fetch_txn.go)
 	logStartOffset int64
 	slice          segment.Slice
+	aborted        []segment.AbortedTxn // read_committed only
 }
 
 type fetchTopicResult struct {
 	topic      string
+	topicID    [16]byte // v13+: what the response names the topic by
 	partitions []fetchPartitionResult
 }
 
@@ -52,10 +58,11 @@ type fetchState struct {
 }
 
 func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
-	if req.Version >= 7 && req.SessionID != 0 {
-		b.respondFetch(r, req, protocol.FetchSessionIDNotFound.Code, nil)
+	if code := fetchSessionRefusal(req); code != 0 {
+		b.respondFetch(r, req, code, nil)
 		return
 	}
+	b.resolveFetchRequest(req)
 	f := &fetchState{broker: b, r: r, req: req}
 	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
 		results, _, _ := b.evaluateFetch(req)
@@ -66,6 +73,20 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	f.mu.timer = time.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, f.expire)
 	f.mu.Unlock()
 	f.attempt()
+}
+
+// resolveFetchRequest brings the later versions' fields to where the rest of the code reads them:
+// topic names from topic ids (v13+; an unknown id leaves the name empty, which no topic has), and
+// the replica id from ReplicaState (v15+).
+func (b *Broker) resolveFetchRequest(req *kmsg.FetchRequest) {
+	if req.Version >= 13 {
+		for i := range req.Topics {
+			req.Topics[i].Topic, _ = b.registry.topicName(req.Topics[i].TopicID)
+		}
+	}
+	if req.Version >= 15 {
+		req.ReplicaID = req.ReplicaState.ID
+	}
 }
 
 // attempt parks on every partition of the request, then evaluates: registering first means an append
@@ -133,9 +154,15 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 	failed := false
 	results := make([]fetchTopicResult, 0, len(req.Topics))
 	for _, rt := range req.Topics {
-		topic := fetchTopicResult{topic: rt.Topic, partitions: make([]fetchPartitionResult, 0, len(rt.Partitions))}
+		topic := fetchTopicResult{topic: rt.Topic, topicID: rt.TopicID, partitions: make([]fetchPartitionResult, 0, len(rt.Partitions))}
 		for _, rp := range rt.Partitions {
-			result := fetchPartitionResult{partition: rp.Partition, highWatermark: -1, logStartOffset: -1}
+			result := fetchPartitionResult{partition: rp.Partition, highWatermark: -1, lastStable: -1, logStartOffset: -1}
+			if req.Version >= 13 && rt.Topic == "" {
+				result.errorCode = protocol.UnknownTopicID.Code
+				failed = true
+				topic.partitions = append(topic.partitions, result)
+				continue
+			}
 			p, err := b.registry.partition(rt.Topic, rp.Partition)
 			if err != nil {
 				result.errorCode = protocol.CodeFor(err)
@@ -160,6 +187,13 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 				result.highWatermark = high
 			} else {
 				result.highWatermark = upTo
+				if result.lastStable, err = b.fetchUpTo(p, req.IsolationLevel, upTo); err != nil {
+					result.errorCode = protocol.KafkaStorageError.Code
+					failed = true
+					topic.partitions = append(topic.partitions, result)
+					continue
+				}
+				upTo = result.lastStable
 				if epoch := p.state.Load().leaderEpoch; req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != epoch {
 					result.errorCode = protocol.FencedLeaderEpoch.Code
 					if rp.CurrentLeaderEpoch > epoch {
@@ -196,6 +230,9 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 					result.slice = slice
 					total += slice.Size
 					remaining -= slice.Size
+					if req.IsolationLevel == 1 && req.ReplicaID < 0 && slice.Size > 0 {
+						result.aborted = p.abortedTransactions(rp.FetchOffset, upTo)
+					}
 				}
 			}
 			topic.partitions = append(topic.partitions, result)
@@ -220,21 +257,21 @@ func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int1
 	var sent int64
 	buf = appendArrayLength(buf, len(results), flexible)
 	for _, topic := range results {
-		buf = appendString(buf, topic.topic, flexible)
+		if version >= 13 {
+			buf = append(buf, topic.topicID[:]...)
+		} else {
+			buf = appendString(buf, topic.topic, flexible)
+		}
 		buf = appendArrayLength(buf, len(topic.partitions), flexible)
 		for _, p := range topic.partitions {
 			buf = appendInt32(buf, p.partition)
 			buf = appendInt16(buf, p.errorCode)
 			buf = appendInt64(buf, p.highWatermark)
-			buf = appendInt64(buf, p.highWatermark) // last stable offset: no transactions
+			buf = appendInt64(buf, p.lastStable)
 			if version >= 5 {
 				buf = appendInt64(buf, p.logStartOffset)
 			}
-			if req.IsolationLevel == 1 {
-				buf = appendArrayLength(buf, 0, flexible) // read_committed: no aborted transactions
-			} else {
-				buf = appendArrayLength(buf, -1, flexible)
-			}
+			buf = appendAbortedTransactions(buf, req.IsolationLevel, p.aborted, flexible)
 			if version >= 11 {
 				buf = appendInt32(buf, -1) // preferred read replica
 			}

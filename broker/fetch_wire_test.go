@@ -42,7 +42,7 @@ func parkedFetches(b *Broker, topic string, index int32) int {
 }
 
 // fetchedVersions is every Fetch version served.
-var fetchedVersions = []int16{4, 5, 6, 7, 8, 9, 10, 11, 12}
+var fetchedVersions = []int16{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
 
 func TestFetchDecodesAtEveryVersion(t *testing.T) {
 	b := startBroker(t, nil)

@@ -106,13 +106,20 @@ func (c *groupCoordinator) with(id string, create bool, fn func(e *groupEntry, g
 		out := fn(e, e.mu.group, time.Now())
 		e.deliverLocked(out)
 		c.scheduleLocked(e)
-		forget := e.mu.group.State() == group.Dead || e.mu.group.State() == group.Empty && e.mu.group.NextDeadline().IsZero()
+		forget := forgettable(e.mu.group)
 		e.mu.Unlock()
 		if forget {
 			c.forget(e)
 		}
 		return nil
 	}
+}
+
+// forgettable reports whether a group has no state worth keeping in memory: deleted or expired
+// (Dead), or Empty with nothing scheduled (it never had members; a group its last member left stays
+// Empty until group.Config.EmptyRetention expires it).
+func forgettable(g *group.Group) bool {
+	return g.State() == group.Dead || g.State() == group.Empty && g.NextDeadline().IsZero()
 }
 
 // forget drops a group without members from memory (its offsets stay in the coordinator).
@@ -122,7 +129,7 @@ func (c *groupCoordinator) forget(e *groupEntry) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	g := e.mu.group
-	if e.mu.forgotten || !(g.State() == group.Dead || g.State() == group.Empty && g.NextDeadline().IsZero()) {
+	if e.mu.forgotten || !forgettable(g) {
 		return
 	}
 	e.mu.forgotten = true
@@ -167,7 +174,7 @@ func (c *groupCoordinator) tick(e *groupEntry) {
 	}
 	e.deliverLocked(e.mu.group.Tick(time.Now()))
 	c.scheduleLocked(e)
-	forget := e.mu.group.State() == group.Empty && e.mu.group.NextDeadline().IsZero()
+	forget := forgettable(e.mu.group)
 	e.mu.Unlock()
 	if forget {
 		c.forget(e)

@@ -66,9 +66,17 @@ func TestInitProducerID(t *testing.T) {
 				resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch, want.Name)
 		}
 	}
+	// A transactional id keeps its producer id; each InitProducerId bumps the epoch (fencing the
+	// previous instance; txn_franz_test.go covers transactions themselves).
 	txn, empty := "orders-txn", ""
+	txnProducer := int64(-1)
 	for version := int16(0); version <= 4; version++ {
-		refused(protocol.TransactionalIDAuthorizationFailed, version, &txn, -1, -1)
+		resp := c.initProducerID(version, &txn, -1, -1)
+		if resp.ErrorCode != 0 || resp.ProducerEpoch != version || (version > 0 && resp.ProducerID != txnProducer) {
+			t.Fatalf("v%d txn %s: error %d producer %d epoch %d, want producer %d epoch %d", version, txn, resp.ErrorCode,
+				resp.ProducerID, resp.ProducerEpoch, txnProducer, version)
+		}
+		txnProducer = resp.ProducerID
 		refused(protocol.InvalidRequest, version, &empty, -1, -1)
 	}
 	refused(protocol.InvalidRequest, 3, nil, 5, -1)

@@ -1,6 +1,6 @@
 package broker
 
-// InitProducerId v0-v4, for idempotent producers only. Without a transactional id the broker answers
+// InitProducerId v0-v4. With a transactional id see init_producer_id_txn.go. Without a transactional id the broker answers
 // a producer id no one had before (producer_id_allocator.go: blocks reserved through Raft) at epoch
 // 0. From v3 a producer may send the id and epoch it has (KIP-360: it lost track of a sequence and
 // wants to start over); the broker then bumps the epoch of that id, which fences the producer's
@@ -9,13 +9,7 @@ package broker
 // MaxInt16 unused), gets a fresh id at epoch 0 instead, which is what Kafka itself answers to every
 // non-transactional InitProducerId. Partition state is checked at produce time (producer_state.go).
 //
-// Refusals: a transactional id TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not served,
-// and FindCoordinator names this broker as every transaction coordinator, so the refusal must come
-// from here and must not be retriable. COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR would make
-// clients retry until their transaction timeout; Kafka answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-// to a client that may not use the transactional id, which is what this broker says to everyone (and
-// what Produce answers to transactional writes). An empty transactional id INVALID_REQUEST (Kafka's
-// answer); an id given without an epoch, or the reverse, INVALID_REQUEST (Kafka's answer); no
+// Refusals: an empty transactional id INVALID_REQUEST (Kafka's answer); an id given without an epoch, or the reverse, INVALID_REQUEST (Kafka's answer); no
 // producer id block reservable now (no controller) COORDINATOR_LOAD_IN_PROGRESS, retriable.
 
 import (
@@ -71,7 +65,7 @@ func (b *Broker) initProducerID(r *request, req *kmsg.InitProducerIDRequest) (in
 		if *req.TransactionalID == "" {
 			return 0, 0, fmt.Errorf("broker: empty transactional id: %w", protocol.InvalidRequest)
 		}
-		return 0, 0, fmt.Errorf("broker: transactional id %q: transactions are not served: %w", *req.TransactionalID, protocol.TransactionalIDAuthorizationFailed)
+		return b.initTransactionalProducerID(r, req) // init_producer_id_txn.go
 	}
 	id, epoch := int64(-1), int16(-1)
 	if r.header.APIVersion >= 3 {

@@ -32,6 +32,10 @@ func (b *Broker) handleJoinGroup(r *request, req *kmsg.JoinGroupRequest) {
 		fail(err)
 		return
 	}
+	if err := b.groupTypeConflict(req.Group, groupKindClassic); err != nil {
+		fail(err)
+		return
+	}
 	join := group.JoinRequest{
 		MemberID:             req.MemberID,
 		InstanceID:           optionalString(req.InstanceID),

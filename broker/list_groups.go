@@ -1,7 +1,9 @@
 package broker
 
-// ListGroups v0-v4: every group with members state or committed offsets (the latter as Empty, with
-// no protocol type), filtered by state from v4 (state names compare case-insensitively, as in
+// ListGroups v0-v5 (v5: types filter and group type; share groups listed from group_kinds.go): every
+// group with members state (including groups emptied of their members, until
+// group.Config.EmptyRetention expires them) or committed offsets (the latter as Empty, with no
+// protocol type), filtered by state from v4 (state names compare case-insensitively, as in
 // Kafka). Refusals: not the metadata leader COORDINATOR_NOT_AVAILABLE.
 
 import (
@@ -27,7 +29,11 @@ func (b *Broker) handleListGroups(r *request, req *kmsg.ListGroupsRequest) {
 			summaries[id] = groupSummary{state: group.Empty}
 		}
 	}
+	newKinds := b.listGroupsOfNewKinds(req, summaries)
 	wanted := func(state group.State) bool {
+		if !listWanted(req.TypesFilter, "classic") {
+			return false
+		}
 		if len(req.StatesFilter) == 0 {
 			return true
 		}
@@ -45,7 +51,9 @@ func (b *Broker) handleListGroups(r *request, req *kmsg.ListGroupsRequest) {
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState = id, summary.protocolType, summary.state.String()
+		rg.GroupType = "classic"
 		resp.Groups = append(resp.Groups, rg)
 	}
+	resp.Groups = append(resp.Groups, newKinds...)
 	r.respond(resp)
 }

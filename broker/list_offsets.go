@@ -1,6 +1,7 @@
 package broker
 
-// ListOffsets v0-v7: latest (-1: the high watermark, which is also the last stable offset here),
+// ListOffsets v0-v7: latest (-1: the high watermark; with isolation level 1, read_committed, from v2
+// the last stable offset),
 // earliest (-2: the log start) and by timestamp (the first record whose timestamp reaches it, found
 // through the time index and, inside a compressed batch, rounded down to the batch; -1 when none does). Max-timestamp lookups (-3, v7) are answered with offset -1, as for a topic without
 // records, since the log does not yet track where its largest timestamp lies. v0 answers in the old
@@ -32,7 +33,7 @@ func (b *Broker) handleListOffsets(r *request, req *kmsg.ListOffsetsRequest) {
 		for _, rp := range rt.Partitions {
 			result := kmsg.NewListOffsetsResponseTopicPartition()
 			result.Partition = rp.Partition
-			offset, timestamp, epoch, err := b.listOffset(req.Version, rt.Topic, rp)
+			offset, timestamp, epoch, err := b.listOffset(req.Version, req.IsolationLevel, rt.Topic, rp)
 			if err != nil {
 				result.ErrorCode = protocol.CodeFor(err)
 				anyError = true
@@ -51,7 +52,7 @@ func (b *Broker) handleListOffsets(r *request, req *kmsg.ListOffsetsRequest) {
 	r.respond(resp)
 }
 
-func (b *Broker) listOffset(version int16, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (offset, timestamp int64, epoch int32, err error) {
+func (b *Broker) listOffset(version int16, isolationLevel int8, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (offset, timestamp int64, epoch int32, err error) {
 	p, err := b.registry.partition(topic, rp.Partition)
 	if err != nil {
 		return 0, 0, 0, err
@@ -65,6 +66,13 @@ func (b *Broker) listOffset(version int16, topic string, rp kmsg.ListOffsetsRequ
 	}
 	switch rp.Timestamp {
 	case listLatest:
+		if version >= 2 && isolationLevel == 1 {
+			stable, err := b.fetchUpTo(p, isolationLevel, p.replica.HighWatermark())
+			if err != nil {
+				return 0, 0, 0, appendErrorCode(err)
+			}
+			return stable, -1, epoch, nil
+		}
 		return p.replica.HighWatermark(), -1, epoch, nil
 	case listEarliest:
 		return p.log.LogStartOffset(), -1, epoch, nil

@@ -185,6 +185,8 @@ func adminErrorCode(err error) int16 {
 		return protocol.InvalidRequest.Code
 	case errors.Is(err, coordinator.ErrInvalidPartitions):
 		return protocol.InvalidPartitions.Code
+	case errors.Is(err, coordinator.ErrInvalidReplicaAssignment):
+		return protocol.InvalidReplicaAssignment.Code
 	case errors.Is(err, coordinator.ErrInvalidReplicationFactor):
 		return protocol.InvalidReplicationFactor.Code
 	case errors.Is(err, coordinator.ErrInvalidConfig):

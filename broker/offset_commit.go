@@ -76,6 +76,9 @@ func (b *Broker) handleOffsetCommit(r *request, req *kmsg.OffsetCommitRequest) {
 		answer = g.CheckCommit(now, req.MemberID, instanceID, generation)
 		return group.Outcome{}
 	})
+	if handled, consumerErr := b.consumerGroups.checkCommit(req.Group, req.MemberID, generation); handled {
+		err, answer = nil, consumerErr // a KIP-848 group: member and epoch checked there
+	}
 	switch {
 	case protocol.CodeFor(err) == protocol.GroupIDNotFound.Code:
 		// No members state (a new group, or one from before a restart): only simple commits.

@@ -3,8 +3,8 @@ package broker
 // OffsetFetch v0-v8: committed offsets (offset, leader epoch from v5, metadata) from the Raft
 // coordinator's offsets snapshot, for the named partitions or, with a null topic list (v2+), every
 // partition the group committed; v8 asks for many groups at once. A partition without a commit
-// answers offset -1. RequireStable (v7+) never waits: sluice has no transactional offset commits,
-// so no commit is ever pending. Refusals: empty group id INVALID_GROUP_ID; not the metadata leader
+// answers offset -1. RequireStable (v7+): a partition with an offset committed inside a transaction
+// that has not ended answers UNSTABLE_OFFSET_COMMIT (retriable), offset_fetch_txn.go. Refusals: empty group id INVALID_GROUP_ID; not the metadata leader
 // COORDINATOR_NOT_AVAILABLE (at group level from v2).
 
 import (
@@ -24,6 +24,7 @@ type fetchedPartition struct {
 	offset      int64
 	leaderEpoch int32
 	metadata    string
+	errorCode   int16 // UNSTABLE_OFFSET_COMMIT (offset_fetch_txn.go)
 }
 
 type fetchedTopic struct {
@@ -44,6 +45,9 @@ func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
 			topics = nil
 		}
 		code, fetched := fetchGroupOffsets(offsets, req.Group, topics, coordinatorErr(req.Group))
+		if req.RequireStable {
+			b.markUnstable(req.Group, fetched)
+		}
 		resp.ErrorCode = code
 		for _, t := range fetched {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -54,6 +58,9 @@ func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
 				metadata := p.metadata
 				rp.Metadata = &metadata
 				rp.ErrorCode = code // v0-v1 carry errors per partition only
+				if p.errorCode != 0 {
+					rp.ErrorCode = p.errorCode
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -73,6 +80,9 @@ func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
 			}
 		}
 		code, fetched := fetchGroupOffsets(offsets, g.Group, topics, coordinatorErr(g.Group))
+		if req.RequireStable {
+			b.markUnstable(g.Group, fetched)
+		}
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group, rg.ErrorCode = g.Group, code
 		for _, t := range fetched {
@@ -81,6 +91,7 @@ func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
 			for _, p := range t.partitions {
 				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 				rp.Partition, rp.Offset, rp.LeaderEpoch = p.partition, p.offset, p.leaderEpoch
+				rp.ErrorCode = p.errorCode
 				metadata := p.metadata
 				rp.Metadata = &metadata
 				rt.Partitions = append(rt.Partitions, rp)

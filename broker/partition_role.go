@@ -35,7 +35,7 @@ func (r *registry) applyRole(p *partition, pm coordinator.Partition) {
 		if newEpoch {
 			// What this node knew of producers as a follower is stale: rebuild it from the log's
 			// tail at the first idempotent append, which now includes what the old leader wrote.
-			p.producers.reset()
+			p.resetProducersAndTxns()
 			r.leaderElections.Inc()
 			r.logger.Debug("leading partition", "topic", p.topic, "partition", p.index, "epoch", pm.LeaderEpoch)
 		}

@@ -1,6 +1,6 @@
 package broker
 
-// Produce v3-v9 (record batch v2 only). Each partition's batches are validated (structure, CRC,
+// Produce v3-v13 (record batch v2 only). Each partition's batches are validated (structure, CRC,
 // record count) and appended with one write; the log assigns offsets. acks=0 gets no response,
 // acks=1 is answered once the batches are in the page cache, acks=-1 once they are fdatasynced (group
 // commit: many producers share one fsync). Refusals: acks outside {-1,0,1} INVALID_REQUIRED_ACKS; a
@@ -8,11 +8,14 @@ package broker
 // structure CORRUPT_MESSAGE; record count disagreeing with the offset delta, or a control batch sent
 // by a client, INVALID_RECORD; acks=-1 with fewer in-sync replicas than min.insync.replicas
 // NOT_ENOUGH_REPLICAS; unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a failed log
-// KAFKA_STORAGE_ERROR; transactional producers (not served) TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-// internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
+// KAFKA_STORAGE_ERROR; internal topics (__consumer_offsets) INVALID_TOPIC_EXCEPTION. Batches with a producer id follow the
 // idempotence rules of producer_sequence.go: a fenced epoch INVALID_PRODUCER_EPOCH, a sequence gap
 // OUT_OF_ORDER_SEQUENCE_NUMBER, a negative sequence INVALID_RECORD, and a duplicate of one of the
-// producer's last five batches success with its original offset, appending nothing.
+// producer's last five batches success with its original offset, appending nothing. Transactional
+// batches open the producer's transaction on the partition (partition_txn.go); they are not checked
+// against the coordinator's partition list (KIP-890 verification is not done). From v13 topics
+// are named by id (KIP-516) and answered by id; an unknown id gets UNKNOWN_TOPIC_ID. v10 and v11 add
+// response tags (current leader, node endpoints) that are never set.
 
 import (
 	"errors"
@@ -34,7 +37,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	refuse := func(code int16) {
 		for _, rt := range req.Topics {
 			t := kmsg.NewProduceResponseTopic()
-			t.Topic = rt.Topic
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				p := kmsg.NewProduceResponseTopicPartition()
 				p.Partition, p.ErrorCode = rp.Partition, code
@@ -53,10 +56,6 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 		refuse(protocol.InvalidRequiredAcks.Code)
 		return
 	}
-	if req.TransactionID != nil {
-		refuse(protocol.TransactionalIDAuthorizationFailed.Code)
-		return
-	}
 
 	type pendingFlush struct {
 		partition  *partition
@@ -68,13 +67,25 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	anyError := false
 	for _, rt := range req.Topics {
 		t := kmsg.NewProduceResponseTopic()
-		t.Topic = rt.Topic
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		var unknownID error
+		if req.Version >= 13 {
+			var known bool
+			if rt.Topic, known = b.registry.topicName(rt.TopicID); !known {
+				unknownID = fmt.Errorf("broker: no topic has id %x: %w", rt.TopicID, protocol.UnknownTopicID)
+			}
+		}
 		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for i, rp := range rt.Partitions {
 			result := &t.Partitions[i]
 			*result = kmsg.NewProduceResponseTopicPartition()
 			result.Partition = rp.Partition
-			p, appended, err := b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks)
+			var p *partition
+			var appended segment.AppendResult
+			err := unknownID
+			if err == nil {
+				p, appended, err = b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks, req.TransactionID != nil)
+			}
 			if p != nil {
 				result.LogStartOffset = p.log.LogStartOffset()
 			}
@@ -156,7 +167,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 }
 
 // produceToPartition checks and appends one partition's batches.
-func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16) (*partition, segment.AppendResult, error) {
+func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16, transactional bool) (*partition, segment.AppendResult, error) {
 	if coordinator.IsInternalTopicName(topic) {
 		// Kafka refuses client writes to internal topics this way; sluice's __consumer_offsets is
 		// not even a log (offsets live in the Raft coordinator).
@@ -180,6 +191,9 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 		}
 		if err := batch.CheckProduced(h); err != nil {
 			return fmt.Errorf("broker: %w: %w", protocol.InvalidRecord, err)
+		}
+		if transactional && (!h.IsTransactional() || h.ProducerID < 0) {
+			return fmt.Errorf("broker: a transactional produce carries a batch outside any transaction: %w", protocol.InvalidRecord)
 		}
 		return nil
 	}, space[:0])

@@ -112,11 +112,11 @@ func TestProduceRefusals(t *testing.T) {
 		refusedRecords(t, protocol.CorruptMessage, nil)
 		refusedRecords(t, protocol.CorruptMessage, []byte{})
 	})
-	t.Run("transactional producer", func(t *testing.T) {
+	t.Run("transactional request with a plain batch", func(t *testing.T) {
 		req := produceRequest(9, -1, topic, 0, recordBatch(batchTime, "txn"))
 		id := "txn-1"
 		req.TransactionID = &id
-		refused(t, protocol.TransactionalIDAuthorizationFailed, req)
+		refused(t, protocol.InvalidRecord, req)
 	})
 
 	// Nothing refused reached the log.

@@ -61,7 +61,7 @@ type appendedBatch struct {
 type producerEntry struct {
 	epoch int16
 	// batches are the last appended batches at epoch, oldest first.
-	// Invariant: 1 <= count <= rememberedBatches for every stored entry.
+	// Invariant: 0 <= count <= rememberedBatches; 0 only for an entry a transaction marker made.
 	batches [rememberedBatches]appendedBatch
 	count   int
 }
@@ -106,6 +106,10 @@ func checkSequence(entry producerEntry, known bool, b batchSequence) (sequenceVe
 		return sequenceAppend, appendedBatch{}
 	case b.epoch < entry.epoch:
 		return sequenceFenced, appendedBatch{}
+	case entry.count == 0:
+		// Only a marker is known (partition_txn.go): it fenced older epochs, but the producer's
+		// sequence is unknown, as for a producer without state.
+		return sequenceAppend, appendedBatch{}
 	case b.epoch > entry.epoch:
 		if b.firstSequence != 0 {
 			return sequenceOutOfOrder, appendedBatch{}

@@ -36,6 +36,8 @@ type producerStates struct {
 		loaded bool
 		// writes counts state updates; trackedProducer.lastWrite orders producers for eviction.
 		writes uint64
+		// txns is the partition's transaction bookkeeping (partition_txn.go).
+		txns partitionTxns
 	}
 }
 
@@ -48,6 +50,8 @@ type trackedProducer struct {
 type pendingBatch struct {
 	sequence    batchSequence
 	offsetDelta int64 // offset of its first record relative to the append's first
+	// transactional: the batch belongs to a transaction (partition_txn.go).
+	transactional bool
 	// entry and known are what the partition knows about the producer before this batch.
 	entry producerEntry
 	known bool
@@ -88,7 +92,8 @@ func scanBatches(records []byte, check func(batch.Header) error, pending []pendi
 					firstSequence:   h.BaseSequence,
 					lastOffsetDelta: h.LastOffsetDelta,
 				},
-				offsetDelta: offsetDelta,
+				offsetDelta:   offsetDelta,
+				transactional: h.IsTransactional(),
 			})
 		}
 		offsetDelta += int64(h.LastOffsetDelta) + 1
@@ -108,6 +113,15 @@ func (p *partition) appendPending(records []byte, pending []pendingBatch) (resul
 	states.mu.Lock()
 	defer states.mu.Unlock()
 	states.loadLocked(p.log)
+	transactional := false
+	for _, b := range pending {
+		transactional = transactional || b.transactional
+	}
+	if transactional {
+		if err := p.loadTxnsLocked(); err != nil {
+			return segment.AppendResult{}, false, err
+		}
+	}
 	for i := range pending {
 		b := &pending[i]
 		b.entry, b.known = states.lookupLocked(b.sequence.producerID, pending[:i])
@@ -148,6 +162,9 @@ func (p *partition) appendPending(records []byte, pending []pendingBatch) (resul
 		if last := lastOfProducer(pending, i); last {
 			states.storeLocked(pending[i].sequence.producerID, pending[i].entry)
 		}
+	}
+	if transactional {
+		p.noteAppendedLocked(pending, result.BaseOffset)
 	}
 	return result, false, nil
 }

@@ -31,6 +31,13 @@ func (s *producerStates) loadLocked(log *segment.Log) {
 		return
 	}
 	batch.Scan(tail, func(h batch.Header, _ []byte) error {
+		if h.ProducerID >= 0 && h.IsControl() {
+			// A marker at a higher epoch fences the producer's older epochs (partition_txn.go).
+			if tracked, known := s.mu.byID[h.ProducerID]; !known || h.ProducerEpoch > tracked.entry.epoch {
+				s.storeLocked(h.ProducerID, producerEntry{epoch: h.ProducerEpoch})
+			}
+			return nil
+		}
 		if h.ProducerID < 0 || h.BaseSequence < 0 {
 			return nil
 		}
@@ -101,4 +108,14 @@ func (s *producerStates) reset() {
 	defer s.mu.Unlock()
 	s.mu.byID = nil
 	s.mu.loaded = false
+}
+
+// resetAll is reset plus the transaction bookkeeping (a new leader's log may differ).
+func (p *partition) resetProducersAndTxns() {
+	s := &p.producers
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.byID = nil
+	s.mu.loaded = false
+	p.resetTxnsLocked()
 }

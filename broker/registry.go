@@ -36,6 +36,8 @@ type registry struct {
 	leaderElections *metrics.Counter
 
 	topics atomic.Pointer[map[string]*topicState]
+	// topicIDs resolves the topic ids of Produce and Fetch v13+ (topic_ids.go).
+	topicIDs topicIDs
 
 	applied struct {
 		sync.Mutex

@@ -32,7 +32,8 @@ func (b *Broker) Opened(conn *netpoll.Conn) {
 }
 
 // Closed implements netpoll.Handler. Queued requests still run; their responses are dropped.
-func (b *Broker) Closed(conn *netpoll.Conn) {}
+// A closed connection ends its share sessions, releasing the records they hold.
+func (b *Broker) Closed(conn *netpoll.Conn) { b.shares.connectionClosed(conn) }
 
 // Serve implements netpoll.Handler: it runs on the event loop and only queues.
 func (b *Broker) Serve(conn *netpoll.Conn, frame []byte, res *netpoll.Responder) {

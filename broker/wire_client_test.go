@@ -37,11 +37,13 @@ type testConn struct {
 	t               testing.TB
 	conn            net.Conn
 	nextCorrelation *int32
+	// broker resolves topic names and ids for Produce and Fetch v13+ (topic_ids_test.go).
+	broker *Broker
 }
 
 // in returns the same connection bound to t.
 func (c *testConn) in(t testing.TB) *testConn {
-	return &testConn{t: t, conn: c.conn, nextCorrelation: c.nextCorrelation}
+	return &testConn{t: t, conn: c.conn, nextCorrelation: c.nextCorrelation, broker: c.broker}
 }
 
 // dial opens a connection to b, closed when the test ends.
@@ -56,12 +58,13 @@ func dial(t testing.TB, b *Broker) *testConn {
 		t.Fatalf("set deadline: %v", err)
 	}
 	first := int32(1)
-	return &testConn{t: t, conn: conn, nextCorrelation: &first}
+	return &testConn{t: t, conn: conn, nextCorrelation: &first, broker: b}
 }
 
 // send writes req (at its current version) and returns its correlation id.
 func (c *testConn) send(req kmsg.Request) int32 {
 	c.t.Helper()
+	c.fillTopicIDs(req)
 	correlation := *c.nextCorrelation
 	*c.nextCorrelation++
 	if err := wire.WriteFrame(c.conn, wire.EncodeRequest(correlation, "sluice-test", req)); err != nil {
@@ -102,6 +105,7 @@ func (c *testConn) receive(req kmsg.Request, correlation int32) kmsg.Response {
 	if err != nil {
 		c.t.Fatalf("decode response to %s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
+	c.fillTopicNames(resp)
 	return resp
 }
 

@@ -42,6 +42,11 @@ var clientMaxVersions = map[int16]int16{
 	22: 4,  // InitProducerId
 	32: 4,  // DescribeConfigs
 	44: 1,  // IncrementalAlterConfigs
+	76: 1,  // ShareGroupHeartbeat
+	77: 1,  // ShareGroupDescribe
+	78: 2,  // ShareFetch
+	79: 2,  // ShareAcknowledge
+	90: 1,  // DescribeShareGroupOffsets
 }
 
 var clientMinVersions = map[int16]int16{0: 3, 1: 4}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sluice-mq/sluice/batch"
@@ -42,9 +43,45 @@ func (d *decompressor) decompress(codec int, data []byte) ([]byte, error) {
 			return nil, err
 		}
 		return io.ReadAll(reader)
+	case batch.CodecSnappy:
+		return decodeSnappy(data)
 	default:
 		return nil, fmt.Errorf("%w: compression codec %d", ErrUnsupported, codec)
 	}
+}
+
+// xerialHeader starts snappy data in the Java client's framing (xerial snappy-java): the magic,
+// then two 4-byte versions, then blocks each prefixed by its 4-byte length.
+var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+// decodeSnappy decodes a snappy batch body, raw (franz-go, librdkafka) or xerial-framed (Java).
+func decodeSnappy(data []byte) ([]byte, error) {
+	if !bytes.HasPrefix(data, xerialHeader) {
+		return snappy.Decode(nil, data)
+	}
+	data = data[len(xerialHeader):]
+	if len(data) < 8 {
+		return nil, errors.New("snappy: xerial header cut short")
+	}
+	data = data[8:]
+	var out []byte
+	for len(data) > 0 {
+		if len(data) < 4 {
+			return nil, errors.New("snappy: xerial block length cut short")
+		}
+		n := int(binary.BigEndian.Uint32(data))
+		data = data[4:]
+		if n > len(data) {
+			return nil, errors.New("snappy: xerial block cut short")
+		}
+		block, err := snappy.Decode(nil, data[:n])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, block...)
+		data = data[n:]
+	}
+	return out, nil
 }
 
 // decodeBatches decodes the records at offsets >= from in the fetched bytes of one partition and

@@ -17,6 +17,7 @@ import (
 // replaces the pointer in the cache.
 type topicInfo struct {
 	name       string
+	id         [16]byte // zero when the broker answers Metadata below v10
 	internal   bool
 	partitions []partitionInfo // index = partition id
 }
@@ -167,7 +168,7 @@ func (m *metadataCache) fetch(ctx context.Context, topics []string, all bool) (*
 			delete(m.mu.topics, *t.Topic)
 			continue
 		}
-		info := &topicInfo{name: *t.Topic, internal: t.IsInternal, partitions: make([]partitionInfo, len(t.Partitions))}
+		info := &topicInfo{name: *t.Topic, id: t.TopicID, internal: t.IsInternal, partitions: make([]partitionInfo, len(t.Partitions))}
 		complete := true
 		for _, p := range t.Partitions {
 			if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {

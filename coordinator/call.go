@@ -30,6 +30,7 @@ const (
 	opElectPreferred         operation = "elect-preferred"
 	opWriteGroupState        operation = "write-group-state"
 	opAlterGroupConfigs      operation = "alter-group-configs"
+	opWriteTransactions      operation = "write-transactions"
 )
 
 // Retry pacing while the controller changes: the wait doubles from
@@ -78,6 +79,8 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.writeGroupState)
 	case opAlterGroupConfigs:
 		return serve(ctx, args, c.alterGroupConfigs)
+	case opWriteTransactions:
+		return serve(ctx, args, c.writeTransactions)
 	default:
 		return nil, fmt.Errorf("%w: unknown forwarded operation %q", errMalformedCommand, op)
 	}

@@ -53,8 +53,26 @@ func (c *Coordinator) CreateTopic(ctx context.Context, name string, partitions i
 	}, c.createTopic)
 }
 
+// CreateTopicWithAssignments creates a topic whose partition i is placed on
+// assignments[i] (the first live replica leads), checked by
+// CheckManualAssignment against the registered brokers. configs and
+// validateOnly are as for CreateTopic.
+func (c *Coordinator) CreateTopicWithAssignments(ctx context.Context, name string, assignments [][]int32,
+	configs map[string]string, validateOnly bool) (*Topic, error) {
+	replicationFactor := int16(0)
+	if len(assignments) > 0 {
+		replicationFactor = int16(len(assignments[0]))
+	}
+	return callController(c, ctx, opCreateTopic, createTopicArgs{
+		Name: name, Partitions: int32(len(assignments)), ReplicationFactor: replicationFactor, Assignments: assignments,
+		Configs: configs, ValidateOnly: validateOnly,
+	}, c.createTopic)
+}
+
 type createTopicArgs struct {
-	Name              string            `json:"name"`
+	Name string `json:"name"`
+	// Assignments, when set, places the partitions by hand (Partitions is its length).
+	Assignments       [][]int32         `json:"assignments,omitempty"`
 	Partitions        int32             `json:"partitions"`
 	ReplicationFactor int16             `json:"replicationFactor"`
 	Configs           map[string]string `json:"configs,omitempty"`
@@ -75,7 +93,7 @@ func (c *Coordinator) createTopic(ctx context.Context, args createTopicArgs) (*T
 	if partitions <= 0 {
 		return nil, fmt.Errorf("%w: %d partitions; the count must be positive", ErrInvalidPartitions, partitions)
 	}
-	if replicationFactor <= 0 {
+	if replicationFactor <= 0 && len(args.Assignments) == 0 {
 		return nil, fmt.Errorf("%w: %d; it must be positive", ErrInvalidReplicationFactor, replicationFactor)
 	}
 	if err := ValidateTopicConfigs(configs); err != nil {
@@ -86,15 +104,27 @@ func (c *Coordinator) createTopic(ctx context.Context, args createTopicArgs) (*T
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
 	brokerIDs := metadata.LiveBrokerIDs()
-	if int(replicationFactor) > len(brokerIDs) {
-		return nil, fmt.Errorf("%w: %d is larger than the %d registered brokers",
-			ErrInvalidReplicationFactor, replicationFactor, len(brokerIDs))
+	var placed []Partition
+	if len(args.Assignments) > 0 {
+		if err := CheckManualAssignment(args.Assignments, metadata.BrokerIDs(), 0, 0); err != nil {
+			return nil, err
+		}
+		var err error
+		if placed, err = manualPartitions(0, args.Assignments, brokerIDs); err != nil {
+			return nil, err
+		}
+	} else {
+		if int(replicationFactor) > len(brokerIDs) {
+			return nil, fmt.Errorf("%w: %d is larger than the %d registered brokers",
+				ErrInvalidReplicationFactor, replicationFactor, len(brokerIDs))
+		}
+		assignments, err := AssignReplicas(brokerIDs, 0, partitions, int(replicationFactor), mathrand.IntN(len(brokerIDs)))
+		if err != nil {
+			return nil, err
+		}
+		placed = newPartitions(0, assignments)
 	}
-	assignments, err := AssignReplicas(brokerIDs, 0, partitions, int(replicationFactor), mathrand.IntN(len(brokerIDs)))
-	if err != nil {
-		return nil, err
-	}
-	topic := &Topic{Name: name, Partitions: newPartitions(0, assignments)}
+	topic := &Topic{Name: name, Partitions: placed}
 	if len(configs) > 0 {
 		topic.Configs = maps.Clone(configs)
 	}
@@ -134,10 +164,25 @@ func (c *Coordinator) CreatePartitions(ctx context.Context, name string, totalCo
 	return err
 }
 
+// CreatePartitionsWithAssignments grows a topic to totalCount partitions,
+// placing new partition current+i on assignments[i]: there must be one list
+// per new partition, each with the topic's replication factor, checked by
+// CheckManualAssignment (ErrInvalidReplicaAssignment otherwise).
+func (c *Coordinator) CreatePartitionsWithAssignments(ctx context.Context, name string, totalCount int32,
+	assignments [][]int32, validateOnly bool) error {
+	_, err := callController(c, ctx, opCreatePartitions, createPartitionsArgs{
+		Name: name, TotalCount: totalCount, Manual: true, Assignments: assignments, ValidateOnly: validateOnly,
+	}, c.createPartitions)
+	return err
+}
+
 type createPartitionsArgs struct {
-	Name         string `json:"name"`
-	TotalCount   int32  `json:"totalCount"`
-	ValidateOnly bool   `json:"validateOnly,omitempty"`
+	Name       string `json:"name"`
+	TotalCount int32  `json:"totalCount"`
+	// Manual places the new partitions by hand, on Assignments.
+	Manual       bool      `json:"manual,omitempty"`
+	Assignments  [][]int32 `json:"assignments,omitempty"`
+	ValidateOnly bool      `json:"validateOnly,omitempty"`
 }
 
 func (c *Coordinator) createPartitions(ctx context.Context, args createPartitionsArgs) (struct{}, error) {
@@ -151,8 +196,24 @@ func (c *Coordinator) createPartitions(ctx context.Context, args createPartition
 		return struct{}{}, fmt.Errorf("%w: topic %q has %d partitions, the new count %d must be larger",
 			ErrInvalidPartitions, name, current, totalCount)
 	}
-	brokerIDs := c.Metadata().LiveBrokerIDs()
+	metadata := c.Metadata()
+	brokerIDs := metadata.LiveBrokerIDs()
 	replicationFactor := topic.ReplicationFactor()
+	if args.Manual {
+		if added := totalCount - current; int(added) != len(args.Assignments) {
+			return struct{}{}, fmt.Errorf("%w: increasing the partitions of %q by %d, but %d assignments given",
+				ErrInvalidReplicaAssignment, name, added, len(args.Assignments))
+		}
+		if err := CheckManualAssignment(args.Assignments, metadata.BrokerIDs(), current, replicationFactor); err != nil {
+			return struct{}{}, err
+		}
+		placed, err := manualPartitions(current, args.Assignments, brokerIDs)
+		if err != nil || args.ValidateOnly {
+			return struct{}{}, err
+		}
+		_, err = c.propose(ctx, &createPartitionsCommand{topicReference: topicReference{Name: name, ID: topic.ID}, Partitions: placed})
+		return struct{}{}, err
+	}
 	if replicationFactor > len(brokerIDs) {
 		return struct{}{}, fmt.Errorf("%w: topic %q has %d replicas per partition but %d brokers are registered",
 			ErrInvalidReplicationFactor, name, replicationFactor, len(brokerIDs))

@@ -38,6 +38,8 @@ const (
 	commandUnfenceBroker  commandType = 16
 	commandAlterPartition commandType = 17
 	commandElectPreferred commandType = 18
+	// Transaction coordinator state (transactions.go).
+	commandWriteTransactions commandType = 19
 )
 
 func (t commandType) String() string {
@@ -78,6 +80,8 @@ func (t commandType) String() string {
 		return "alter-partition"
 	case commandElectPreferred:
 		return "elect-preferred"
+	case commandWriteTransactions:
+		return "write-transactions"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -113,7 +117,9 @@ type applyResult struct {
 	partition   Partition
 	elections   map[TopicPartition]error
 	producerIDs ProducerIDBlock
-	err         error
+	// transactions is write-transactions' answer.
+	transactions TransactionWriteResult
+	err          error
 }
 
 // encodeCommand lays out a command as
@@ -178,6 +184,8 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &alterPartitionCommand{}
 	case commandElectPreferred:
 		c = &electPreferredCommand{}
+	case commandWriteTransactions:
+		c = &writeTransactionsCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}

@@ -21,6 +21,10 @@ var (
 	ErrInvalidPartitions = errors.New("coordinator: invalid partition count")
 	// ErrInvalidReplicationFactor: INVALID_REPLICATION_FACTOR (38).
 	ErrInvalidReplicationFactor = errors.New("coordinator: invalid replication factor")
+	// ErrInvalidReplicaAssignment: INVALID_REPLICA_ASSIGNMENT (39). A manual
+	// assignment with an empty or inconsistent replica list, a broker named
+	// twice, an unregistered broker, or no live replica.
+	ErrInvalidReplicaAssignment = errors.New("coordinator: invalid replica assignment")
 	// ErrInvalidConfig: INVALID_CONFIG (40).
 	ErrInvalidConfig = errors.New("coordinator: invalid topic config")
 	// ErrInvalidBroker: INVALID_REQUEST (42); a broker registration with a

@@ -32,6 +32,9 @@ type fsm struct {
 	// groupState is the KIP-848 and share groups' durable state (group_state.go); written only by
 	// the Raft FSM goroutine, read by anyone.
 	groupState atomic.Pointer[GroupState]
+	// transactions is the transaction coordinator's state (transactions.go); written only by the
+	// Raft FSM goroutine, read by anyone.
+	transactions atomic.Pointer[Transactions]
 	// applied is the Raft index of the last entry applied (or of the
 	// snapshot restored); written only by the Raft FSM goroutine.
 	// Invariant: it never decreases on a running node except through
@@ -91,6 +94,7 @@ func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
 	f.state.Store(emptyMetadata())
 	f.offsets.Store(emptyOffsets())
 	f.groupState.Store(emptyGroupState())
+	f.transactions.Store(emptyTransactions())
 	return f
 }
 
@@ -111,6 +115,16 @@ func (f *fsm) Apply(entry *raft.Log) any {
 	if pc, ok := c.(producerIDsCommand); ok {
 		next, result := pc.applyProducerIDs(f.nextProducerID.Load())
 		f.nextProducerID.Store(next)
+		return result
+	}
+	if tc, ok := c.(*writeTransactionsCommand); ok {
+		transactions, offsets, result := tc.applyTransactions(f.transactions.Load(), f.offsets.Load(), entry.Index)
+		if transactions != nil {
+			f.transactions.Store(transactions)
+		}
+		if offsets != nil {
+			f.offsets.Store(offsets)
+		}
 		return result
 	}
 	if gc, ok := c.(groupStateCommand); ok {
@@ -147,8 +161,9 @@ func (f *fsm) Apply(entry *raft.Log) any {
 // snapshotFormat is the version of the snapshot layout below. Format 2 added Offsets and
 // OffsetsIndex, format 3 NextProducerID, format 4 GroupState, format 5 AppliedIndex and the
 // brokers' Fenced and the partitions' PartitionEpoch fields (which older versions would silently
-// drop); formats 1 (no offsets), 2 (no producer ids: none had been reserved), 3 and 4 are still read.
-const snapshotFormat = 5
+// drop), format 6 Transactions; formats 1 (no offsets), 2 (no producer ids: none had been
+// reserved), 3, 4 and 5 (no transactions) are still read.
+const snapshotFormat = 6
 
 // snapshotFile is the JSON document a snapshot holds. Brokers and topics are
 // sorted so equal states produce equal bytes.
@@ -168,13 +183,15 @@ type snapshotFile struct {
 	// AppliedIndex is the Raft index of the last entry the snapshot includes. Older formats lack
 	// it; Restore then takes the larger of Version and OffsetsIndex.
 	AppliedIndex uint64 `json:"appliedIndex,omitempty"`
+	// Transactions holds the transaction coordinator's state (format 6).
+	Transactions *transactionsFile `json:"transactions,omitempty"`
 }
 
 // Snapshot captures the current state. States are immutable, so capturing
 // is taking the pointer.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load(), nextProducerID: f.nextProducerID.Load(),
-		groupState: f.groupState.Load(), applied: f.applied.Load()}, nil
+		groupState: f.groupState.Load(), applied: f.applied.Load(), transactions: f.transactions.Load()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -208,12 +225,17 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	if file.GroupState != nil {
 		groupState = file.GroupState.state()
 	}
+	transactions := emptyTransactions()
+	if file.Transactions != nil {
+		transactions = file.Transactions.state()
+	}
+	f.transactions.Store(transactions)
 	f.groupState.Store(groupState)
 	f.state.Store(state)
 	f.offsets.Store(offsets)
 	f.nextProducerID.Store(file.NextProducerID)
 	f.publish(state)
-	f.setApplied(max(file.AppliedIndex, file.Version, file.OffsetsIndex))
+	f.setApplied(max(file.AppliedIndex, file.Version, file.OffsetsIndex, transactions.Index))
 	return nil
 }
 
@@ -223,6 +245,7 @@ type fsmSnapshot struct {
 	nextProducerID int64
 	groupState     *GroupState
 	applied        uint64
+	transactions   *Transactions
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -237,6 +260,10 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 		NextProducerID: s.nextProducerID,
 		AppliedIndex:   s.applied,
+	}
+	if s.transactions.Index > 0 {
+		transactions := s.transactions.file()
+		file.Transactions = &transactions
 	}
 	if s.groupState.Index > 0 {
 		groupState := s.groupState.file()

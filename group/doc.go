@@ -15,6 +15,7 @@
 //	                                          or the sync deadline passed without the leader's SyncGroup
 //	Stable               PreparingRebalance   a member joined, left, changed protocols or expired,
 //	                                          or the leader rejoined
+//	Empty                Dead                 EmptyRetention after the last member left (expiry)
 //	Empty (and any)      Dead                 DeleteGroups on a group without members
 //
 // Every state change goes through Group.transition (state.go), which panics on a transition outside
@@ -49,4 +50,7 @@
 //   - leader is "" or a member id; it is a member id in CompletingRebalance and Stable.
 //   - syncDeadline is set exactly in CompletingRebalance.
 //   - members is empty in Empty and Dead.
+//   - emptyUntil is set exactly in an Empty group that had members (with EmptyRetention > 0).
+//   - protocolType stays when the group empties (Kafka reports an Empty consumer group as
+//     "consumer"); a member joining an Empty group sets it anew.
 package group

@@ -18,6 +18,11 @@ type Config struct {
 	// InitialRebalanceDelay is how long a group leaving Empty waits for more members before ending
 	// its first join phase (Kafka's group.initial.rebalance.delay.ms, 3 s there). Zero disables it.
 	InitialRebalanceDelay time.Duration
+	// EmptyRetention is how long a group whose last member left stays, Empty, without members before
+	// it expires (Dead, and forgotten by the caller): until then DescribeGroups reports it Empty,
+	// ListGroups lists it and DeleteGroups deletes it, as Kafka keeps empty groups until its offsets
+	// cleanup (offsets.retention.check.interval.ms, 10 minutes). Zero expires such a group at once.
+	EmptyRetention time.Duration
 }
 
 // DefaultConfig returns Kafka's session bounds and a short initial delay: long enough for
@@ -27,6 +32,7 @@ func DefaultConfig() Config {
 		MinSessionTimeout:     6 * time.Second,
 		MaxSessionTimeout:     30 * time.Minute,
 		InitialRebalanceDelay: 300 * time.Millisecond,
+		EmptyRetention:        10 * time.Minute,
 	}
 }
 
@@ -37,6 +43,9 @@ func (c Config) Validate() error {
 	}
 	if c.InitialRebalanceDelay < 0 {
 		return fmt.Errorf("group: initial rebalance delay %v is negative", c.InitialRebalanceDelay)
+	}
+	if c.EmptyRetention < 0 {
+		return fmt.Errorf("group: empty group retention %v is negative", c.EmptyRetention)
 	}
 	return nil
 }
@@ -114,6 +123,9 @@ type Group struct {
 	// syncDeadline ends the wait for the leader's SyncGroup: members that have not sent one by then
 	// are removed. Invariant: non-zero exactly in CompletingRebalance.
 	syncDeadline time.Time
+	// emptyUntil is when a group emptied of its members expires (EmptyRetention after the last one
+	// left). Invariant: zero outside Empty, and in a group that never had members.
+	emptyUntil time.Time
 }
 
 // New returns an Empty group at generation 0.
@@ -136,7 +148,8 @@ func (g *Group) State() State { return g.state }
 // Generation is the current generation.
 func (g *Group) Generation() int32 { return g.generation }
 
-// ProtocolType is the members' protocol type ("consumer" for Kafka consumers); "" when Empty.
+// ProtocolType is the members' protocol type ("consumer" for Kafka consumers); it stays when the group
+// empties, and is "" in a group that never had members.
 func (g *Group) ProtocolType() string { return g.protocolType }
 
 // Protocol is the selected protocol, "" outside CompletingRebalance and Stable.

@@ -82,6 +82,9 @@ func checkInvariants(t *testing.T, g *Group) {
 	if (g.state == CompletingRebalance) == g.syncDeadline.IsZero() {
 		t.Fatalf("sync deadline %v in %s", g.syncDeadline, g.state)
 	}
+	if g.state != Empty && !g.emptyUntil.IsZero() {
+		t.Fatalf("empty retention deadline %v in %s", g.emptyUntil, g.state)
+	}
 	if (g.state == Empty || g.state == Dead) && len(g.members) > 0 {
 		t.Fatalf("%d members in %s", len(g.members), g.state)
 	}

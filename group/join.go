@@ -311,8 +311,11 @@ func (g *Group) completeJoin(now time.Time, out *Outcome) {
 	g.generation++
 	g.rebalanceDeadline, g.initialDelayUntil = time.Time{}, time.Time{}
 	if len(g.members) == 0 {
-		g.protocol, g.protocolType, g.leader = "", "", ""
+		g.protocol, g.leader = "", ""
 		g.transition(Empty)
+		if g.config.EmptyRetention > 0 {
+			g.emptyUntil = now.Add(g.config.EmptyRetention)
+		}
 		return
 	}
 	g.protocol = g.selectProtocol()

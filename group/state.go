@@ -1,6 +1,9 @@
 package group
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // State is a group's state, with Kafka's names.
 type State uint8
@@ -58,6 +61,9 @@ func (g *Group) transition(to State) {
 	for _, allowed := range allowedTransitions[g.state] {
 		if allowed == to {
 			g.state = to
+			if to != Empty {
+				g.emptyUntil = time.Time{}
+			}
 			return
 		}
 	}

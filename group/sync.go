@@ -226,6 +226,9 @@ func (g *Group) Tick(now time.Time) (out Outcome) {
 			g.tryCompleteJoin(now, &out)
 		}
 	}
+	if g.state == Empty && !g.emptyUntil.IsZero() && !now.Before(g.emptyUntil) {
+		g.transition(Dead) // retention over: the caller forgets the group
+	}
 	return out
 }
 
@@ -250,6 +253,9 @@ func (g *Group) NextDeadline() time.Time {
 	}
 	if g.state == CompletingRebalance {
 		earliest(g.syncDeadline)
+	}
+	if g.state == Empty {
+		earliest(g.emptyUntil)
 	}
 	if g.state == PreparingRebalance {
 		earliest(g.rebalanceDeadline)

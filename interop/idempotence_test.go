@@ -48,9 +48,11 @@ func TestIdempotentSluiceClientProducer(t *testing.T) {
 	createTopic := kmsg.NewCreateTopicsRequestTopic()
 	createTopic.Topic, createTopic.NumPartitions, createTopic.ReplicationFactor = topic, partitions, 1
 	create.Topics = append(create.Topics, createTopic)
-	if resp, err := create.RequestWith(ctx, franz); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create topic: %v %+v", err, resp)
+	created, err := create.RequestWith(ctx, franz)
+	if err != nil || created.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %+v", err, created)
 	}
+	topicID := created.Topics[0].TopicID // franz-go sends Fetch v13+, which names topics by id
 
 	c, err := client.New(client.WithSeedBrokers(b.Addr().String()))
 	if err != nil {
@@ -121,7 +123,7 @@ func TestIdempotentSluiceClientProducer(t *testing.T) {
 			fetch := kmsg.NewPtrFetchRequest()
 			fetch.MaxWaitMillis, fetch.MaxBytes = 0, 8<<20
 			fetchTopic := kmsg.NewFetchRequestTopic()
-			fetchTopic.Topic = topic
+			fetchTopic.Topic, fetchTopic.TopicID = topic, topicID
 			fetchPartition := kmsg.NewFetchRequestTopicPartition()
 			fetchPartition.Partition, fetchPartition.FetchOffset, fetchPartition.PartitionMaxBytes = partition, offset, 1<<20
 			fetchTopic.Partitions = append(fetchTopic.Partitions, fetchPartition)

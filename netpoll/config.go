@@ -42,6 +42,10 @@ type Config struct {
 	// slow reader costs at most about this much memory plus the byte chunks the handler holds.
 	MaxBufferedOutboundBytes int
 
+	// MaxConnections bounds the open client connections; a connection accepted past it is
+	// closed at once. 0 means no bound (the descriptor limit still applies).
+	MaxConnections int
+
 	// Logger receives connection-level warnings (bad frames, overflows) and gnet's own logs.
 	// nil discards them.
 	Logger *slog.Logger
@@ -77,6 +81,8 @@ func (c Config) Validate() error {
 		return invalid("address %q: %v", c.Address, err)
 	}
 	switch {
+	case c.MaxConnections < 0:
+		return invalid("max connections %d is negative", c.MaxConnections)
 	case c.EventLoops < 0:
 		return invalid("event loops %d is negative", c.EventLoops)
 	case c.MaxFrameBytes <= 0 || c.MaxFrameBytes > math.MaxInt32:

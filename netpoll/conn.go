@@ -147,7 +147,7 @@ func (c *Conn) process() gnet.Action {
 	}
 	buffered := c.gnetConn.InboundBuffered()
 	if limit := c.server.config.maxBufferedInboundBytes(); buffered > limit {
-		c.server.logger.Warn("netpoll: closing connection whose unread input exceeds the limit",
+		c.server.overflowLog.Warn("netpoll: closing connection whose unread input exceeds the limit",
 			"remote", c.remoteAddr, "bufferedBytes", buffered, "limitBytes", limit)
 		return gnet.Close
 	}
@@ -190,7 +190,7 @@ func (c *Conn) decode() (admitted bool, action gnet.Action) {
 		size := int64(int32(binary.BigEndian.Uint32(header)))
 		if size < 0 || size > int64(config.MaxFrameBytes) {
 			c.server.metrics.framesRejected.Inc()
-			c.server.logger.Warn("netpoll: closing connection that sent a frame size out of range",
+			c.server.badInputLog.Warn("netpoll: closing connection that sent a frame size out of range",
 				"remote", c.remoteAddr, "frameBytes", size, "maxFrameBytes", config.MaxFrameBytes)
 			return admitted, gnet.Close
 		}

@@ -49,6 +49,16 @@
 //   - Bad input never panics and never affects other connections: it closes its own.
 //   - No package-level state: any number of Servers can run in one process.
 //
+// # Accepting
+//
+// netpoll owns the listening socket and its accept loop (acceptor.go); accepted sockets are
+// handed to gnet's event loops with Engine.Register (gnet itself only holds a placeholder Unix
+// socket nobody can reach). Running out of descriptors (EMFILE/ENFILE) never stops the loop:
+// a descriptor kept in reserve is released to accept and close the pending connections, and
+// the loop backs off (up to a second). A connection accepted past Config.MaxConnections is
+// closed at once. Only a listener broken for good ends the loop; then Server.Failed reports
+// why and FailedSignal is closed, so the process can stop saying it is ready and exit.
+//
 // # Close
 //
 // Server.Close stops accepting (new connections are closed at once) and stops decoding new
@@ -64,15 +74,17 @@
 // Registered in Config.Metrics: sluice_net_bytes_in_total, sluice_net_bytes_out_total (bytes
 // handed to the kernel or queued in gnet's outbound buffer), sluice_net_sendfile_bytes_total,
 // sluice_net_copied_file_bytes_total, sluice_net_frames_rejected_total,
-// sluice_net_output_parks_total (times output waited for a slow reader's socket) and the
-// gauge sluice_net_connections. Servers sharing a set share the series; the Server accessors
+// sluice_net_output_parks_total (times output waited for a slow reader's socket),
+// sluice_net_connections_evicted_total{reason} (connections netpoll closed or refused to protect
+// the server; reasons in server.go) and the gauge sluice_net_connections. Servers sharing a set share the series; the Server accessors
 // (SendfileBytes, CopiedFileBytes) are per server.
 //
 // # Goroutines and locks
 //
-// gnet.Run runs in a goroutine owned by the Server, and a writability watcher goroutine (see
-// watcher_linux.go) parks connections whose output waits for the socket; Close stops and waits
-// for both. Server.mu guards the connection registry and the list of connections starved of
+// gnet.Run runs in a goroutine owned by the Server, the accept loop in another (acceptor.go),
+// and a writability watcher goroutine (see watcher_linux.go) parks connections whose output
+// waits for the socket; Close stops and waits for all three. gnet's ticker goroutine calls
+// Server.tick. Server.mu guards the connection registry and the list of connections starved of
 // server budget; Server.wakeGate keeps wakes off pollers that are shutting down. The two are
 // never held together. Everything in Conn.loop is touched only by the connection's event loop.
 //

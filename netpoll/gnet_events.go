@@ -1,10 +1,10 @@
 package netpoll
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -14,38 +14,24 @@ import (
 type eventHandler struct {
 	gnet.BuiltinEventEngine
 	server *Server
-	booted chan<- error
+	// started is closed on the first tick: gnet calls OnBoot before it creates the event loops,
+	// and starts the ticker only once they exist, so Register works from then on.
+	started chan<- struct{}
+	ticked  bool // touched only by gnet's ticker goroutine
 }
 
 func (h *eventHandler) OnBoot(engine gnet.Engine) gnet.Action {
-	s := h.server
-	s.engine = engine
-	address, err := listenerAddress(engine)
-	if err != nil {
-		h.booted <- fmt.Errorf("netpoll: listen on %s: %w", s.config.Address, err)
-		return gnet.Shutdown
-	}
-	s.address = address
-	h.booted <- nil
+	h.server.engine = engine
 	return gnet.None
 }
 
-// listenerAddress asks the kernel which address the engine's listener is bound to.
-func listenerAddress(engine gnet.Engine) (*net.TCPAddr, error) {
-	descriptor, err := engine.Dup()
-	if err != nil {
-		return nil, fmt.Errorf("dup listener: %w", err)
+// OnTick runs on gnet's ticker goroutine (not an event loop), first right after start.
+func (h *eventHandler) OnTick() (time.Duration, gnet.Action) {
+	if !h.ticked {
+		h.ticked = true
+		close(h.started)
 	}
-	defer unix.Close(descriptor)
-	socketAddress, err := unix.Getsockname(descriptor)
-	if err != nil {
-		return nil, fmt.Errorf("getsockname: %w", err)
-	}
-	address := tcpAddress(socketAddress)
-	if address == nil {
-		return nil, errors.New("listener is not a TCP socket")
-	}
-	return address, nil
+	return h.server.tick(), gnet.None
 }
 
 // tcpAddress converts a kernel socket address to a *net.TCPAddr, or nil if it is not IP.
@@ -92,6 +78,7 @@ func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
 	}
 	s.mu.connections[c.id] = c
 	s.mu.Unlock()
+	s.openConnections.Add(1)
 	gnetConn.SetContext(c)
 	s.metrics.connections.Inc()
 	s.handler.Opened(c)
@@ -116,6 +103,7 @@ func (h *eventHandler) OnClose(gnetConn gnet.Conn, err error) gnet.Action {
 		s.logger.Debug("netpoll: connection closed", "remote", c.remoteAddr, "err", err)
 	}
 	c.closed()
+	s.openConnections.Add(-1)
 	s.metrics.connections.Dec()
 	s.handler.Closed(c)
 	s.mu.Lock()

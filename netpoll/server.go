@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/panjf2000/gnet/v2"
+
+	"github.com/sluice-mq/sluice/loglimit"
 )
 
 // Handler serves requests. All three methods run on the connection's event loop and must not
@@ -33,15 +38,29 @@ type Server struct {
 	handler Handler
 	logger  *slog.Logger
 	metrics serverMetrics
-	address net.Addr
+	// badInputLog, overflowLog and acceptLog rate-limit the lines a peer can trigger at will.
+	badInputLog *loglimit.Limiter
+	overflowLog *loglimit.Limiter
+	acceptLog   *loglimit.Limiter
+	address     net.Addr
 
-	engine  gnet.Engine
-	watcher *writabilityWatcher
+	engine   gnet.Engine
+	acceptor *acceptor
+	watcher  *writabilityWatcher
+
+	// failure is set once, when the server can no longer accept connections.
+	failure struct {
+		once   sync.Once
+		err    error
+		signal chan struct{} // closed when err is set
+	}
 
 	// closing is set once Close starts: no new connections, no new requests.
 	closing atomic.Bool
 	// nextConnectionID numbers connections from 1.
 	nextConnectionID atomic.Uint64
+	// openConnections counts connections between OnOpen and OnClose.
+	openConnections atomic.Int64
 	// inFlightBytes is the server-wide frame bytes admitted and not yet retired.
 	// Invariant: 0 <= inFlightBytes <= config.MaxServerInFlightBytes.
 	inFlightBytes atomic.Int64
@@ -83,13 +102,36 @@ type serverMetrics struct {
 	framesRejected  *metrics.Counter
 	outputParks     *metrics.Counter
 	connections     *metrics.Gauge
+	evictions       map[evictReason]*metrics.Counter
+}
+
+// evictReason labels sluice_net_connections_evicted_total: why netpoll closed a connection
+// (or refused one) to protect the server.
+type evictReason string
+
+const (
+	evictMaxConnections  evictReason = "max_connections" // accepted past MaxConnections
+	evictFileDescriptors evictReason = "fd_exhausted"    // shed while descriptors ran out
+)
+
+func (m serverMetrics) evicted(reason evictReason) *metrics.Counter {
+	counter, ok := m.evictions[reason]
+	if !ok {
+		panic("netpoll: eviction reason without a counter: " + string(reason))
+	}
+	return counter
 }
 
 func newServerMetrics(set *metrics.Set) serverMetrics {
 	if set == nil {
 		set = metrics.NewSet() // private and never written out
 	}
+	evictions := make(map[evictReason]*metrics.Counter)
+	for _, reason := range []evictReason{evictMaxConnections, evictFileDescriptors} {
+		evictions[reason] = set.GetOrCreateCounter(`sluice_net_connections_evicted_total{reason="` + string(reason) + `"}`)
+	}
 	return serverMetrics{
+		evictions:       evictions,
 		bytesIn:         set.GetOrCreateCounter("sluice_net_bytes_in_total"),
 		bytesOut:        set.GetOrCreateCounter("sluice_net_bytes_out_total"),
 		sendfileBytes:   set.GetOrCreateCounter("sluice_net_sendfile_bytes_total"),
@@ -118,6 +160,9 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		handler:       h,
 		logger:        logger,
 		metrics:       newServerMetrics(cfg.Metrics),
+		badInputLog:   loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
+		overflowLog:   loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
+		acceptLog:     loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
 		drainedSignal: make(chan struct{}),
 		runDone:       make(chan struct{}),
 	}
@@ -126,43 +171,99 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		buffer := make([]byte, copyBufferBytes)
 		return &buffer
 	}
-	watcher, err := newWritabilityWatcher(s.writable)
+	s.failure.signal = make(chan struct{})
+	listener, err := listenTCP(cfg.Address)
 	if err != nil {
 		return nil, err
 	}
+	s.address = listener.Addr()
+	watcher, err := newWritabilityWatcher(s.writable)
+	if err != nil {
+		_ = listener.Close()
+		return nil, err
+	}
 	s.watcher = watcher
+	s.acceptor = newAcceptor(s, listener)
+	abandon := func() {
+		s.watcher.stop()
+		_ = listener.Close()
+		s.acceptor.closeSpare()
+	}
+
+	// gnet insists on a listener of its own. It gets a Unix socket in a private directory that is
+	// removed as soon as the engine has booted, so nobody can ever connect to it; connections
+	// come only from the acceptor (see acceptor.go).
+	placeholderDir, err := os.MkdirTemp("", "sluice-netpoll-")
+	if err != nil {
+		abandon()
+		return nil, fmt.Errorf("netpoll: placeholder listener directory: %w", err)
+	}
+	defer os.RemoveAll(placeholderDir)
 
 	eventLoops := cfg.EventLoops
 	if eventLoops == 0 {
 		eventLoops = runtime.GOMAXPROCS(0)
 	}
-	booted := make(chan error, 1)
-	events := &eventHandler{server: s, booted: booted}
+	started := make(chan struct{})
+	events := &eventHandler{server: s, started: started}
 	go func() {
 		defer close(s.runDone)
-		s.runErr = gnet.Run(events, "tcp://"+cfg.Address,
+		s.runErr = gnet.Run(events, "unix://"+filepath.Join(placeholderDir, "unused.sock"),
 			gnet.WithNumEventLoop(eventLoops),
-			gnet.WithReusePort(false), // one listener, so port 0 resolves to one port
-			// A restarted broker rebinds its port while connections of the previous process sit in
-			// TIME_WAIT; without SO_REUSEADDR that bind fails (net.Listen sets it too).
-			gnet.WithReuseAddr(true),
-			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithReusePort(false),
+			// Registered connections go to the loop with the fewest; gnet asks for a balancer
+			// other than round robin when Register is used.
+			gnet.WithLoadBalancing(gnet.LeastConnections),
+			gnet.WithTicker(true), // OnTick: start signal and connection timeouts
 			gnet.WithLogger(gnetLogger{logger: logger}),
 		)
 	}()
 	select {
-	case err := <-booted:
-		if err == nil {
-			return s, nil
-		}
-		<-s.runDone
-		s.watcher.stop()
-		return nil, err
+	case <-started:
 	case <-s.runDone:
-		s.watcher.stop()
-		return nil, fmt.Errorf("netpoll: listen on %s: %w", cfg.Address, s.runErr)
+		abandon()
+		return nil, fmt.Errorf("netpoll: start event loops: %w", s.runErr)
+	}
+	s.acceptor.start()
+	go s.watchEngine()
+	return s, nil
+}
+
+// tick runs on gnet's ticker goroutine and returns when to run again.
+func (s *Server) tick() time.Duration {
+	return time.Second
+}
+
+// watchEngine marks the server failed if the event loops stop while it is not closing.
+func (s *Server) watchEngine() {
+	<-s.runDone
+	if !s.closing.Load() {
+		s.fail(fmt.Errorf("netpoll: event loops stopped: %v", s.runErr))
 	}
 }
+
+// fail records why the server can no longer serve new connections, once.
+func (s *Server) fail(err error) {
+	s.failure.once.Do(func() {
+		s.failure.err = err
+		close(s.failure.signal)
+		s.logger.Error("netpoll: server can no longer accept connections", "err", err)
+	})
+}
+
+// Failed returns why the server can no longer accept connections (the listener failed for good
+// or the event loops stopped on their own), or nil while it can. Close does not set it.
+func (s *Server) Failed() error {
+	select {
+	case <-s.failure.signal:
+		return s.failure.err
+	default:
+		return nil
+	}
+}
+
+// FailedSignal is closed when Failed becomes non-nil.
+func (s *Server) FailedSignal() <-chan struct{} { return s.failure.signal }
 
 // Addr is the bound address, with an ephemeral port resolved.
 func (s *Server) Addr() net.Addr { return s.address }
@@ -195,6 +296,7 @@ func (s *Server) close(ctx context.Context) error {
 	}
 	s.signalDrainedLocked()
 	s.mu.Unlock()
+	s.acceptor.stop() // after closing is set: a connection registered meanwhile is refused
 	for _, c := range connections {
 		c.scheduleWake() // each connection notices closing and closes once answered
 	}

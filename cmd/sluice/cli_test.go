@@ -28,7 +28,7 @@ func TestHelpExplainsEveryCommand(t *testing.T) {
 		{"produce", "--help"}, {"consume", "--help"}, {"group", "--help"}, {"group", "list", "--help"},
 		{"group", "describe", "--help"}, {"group", "reset-offsets", "--help"}, {"group", "delete", "--help"},
 		{"cluster", "--help"}, {"cluster", "status", "--help"}, {"cluster", "elect-leaders", "--help"}, {"bench", "--help"}, {"bench", "run", "--help"},
-		{"bench", "agent", "--help"},
+		{"bench", "agent", "--help"}, {"txn", "--help"}, {"txn", "list", "--help"}, {"txn", "describe", "--help"},
 	}
 	for _, args := range commands {
 		r := sluice(t, "127.0.0.1:1", nil, args...)

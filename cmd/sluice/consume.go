@@ -26,6 +26,12 @@ Formats: plain (the value), kv (key, separator, value), json (one object per lin
 partition, offset, timestamp, key, value and headers; bytes that are not UTF-8 come as
 key_base64/value_base64).
 
+With --share-group G, sluice is one member of share group G: any number of members split the topic's
+records (not partitions) between them, each record is written out by one member and then accepted
+(acknowledged); records a member took but did not accept (it was killed) go to another after the
+group's share.record.lock.duration.ms. --from-beginning sets the group's share.auto.offset.reset to
+earliest (for partitions it has not read yet); --exit-at-end stops once a fetch finds nothing left.
+
 With --group G, sluice joins consumer group G: the group shares the topic's partitions among its
 members, each partition starts at G's committed offset (partitions without one start at the
 earliest record, or where a --from flag says), and the offsets of the records written out are committed every 5 s and when sluice
@@ -33,7 +39,8 @@ leaves the group on exit, so "sluice group describe G" shows the lag.
 
 Examples:
   sluice consume orders --from-beginning --count 10
-  sluice consume orders --group billing --format json --exit-at-end`
+  sluice consume orders --group billing --format json --exit-at-end
+  sluice consume jobs --share-group workers --from-beginning`
 
 func runConsume(ctx context.Context, args []string, io streams) error {
 	fs := newFlags("sluice consume", "TOPIC [flags]", consumeDescription)
@@ -43,6 +50,7 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 	fromTime := fs.String("from-time", "", "start at the first record at or after this time (RFC 3339, or a duration ago such as 15m)")
 	partitionList := fs.String("partitions", "", "comma-separated partitions to read (default: all)")
 	groupID := fs.String("group", "", "consumer group whose committed offsets to start from and commit to")
+	shareGroup := fs.String("share-group", "", "read as a member of this share group, accepting each record once written out")
 	count := fs.Int64("count", 0, "stop after this many records (0: no limit)")
 	exitAtEnd := fs.Bool("exit-at-end", false, "stop at the end of the log as it was when consuming began")
 	fs.BoolVar(exitAtEnd, "e", false, "short for --exit-at-end")
@@ -79,6 +87,15 @@ func runConsume(ctx context.Context, args []string, io streams) error {
 	}
 	if chosen > 1 {
 		return usageErrorf(fs.name, "give at most one of --from-beginning, --from-end, --offset and --from-time")
+	}
+	if *count < 0 {
+		return usageErrorf(fs.name, "--count must not be negative")
+	}
+	if *shareGroup != "" {
+		if *groupID != "" || *partitionList != "" || *offset >= 0 || *fromTime != "" {
+			return usageErrorf(fs.name, "--share-group takes no --group, --partitions, --offset or --from-time: the group decides what each member reads")
+		}
+		return shareConsume(ctx, fs.globals, io, topic, *shareGroup, *format, *separator, *count, *exitAtEnd, *fromBeginning)
 	}
 	if *groupID != "" && chosen == 0 {
 		start = client.AtStart() // a group reads what it has not read yet, from the earliest record

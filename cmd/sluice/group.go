@@ -200,7 +200,7 @@ type partitionOffset struct {
 }
 
 func groupDescribe(ctx context.Context, args []string, io streams) error {
-	fs := newFlags("sluice group describe", "GROUP [flags]", "Show a group's state and members, and per partition its committed offset, the log end offset and the lag between them.")
+	fs := newFlags("sluice group describe", "GROUP [flags]", "Show a group's state and members, and per partition its committed offset, the log end offset and the lag between them. For a share group: its members and, per partition, its start offset (everything below is acknowledged or archived) and lag (records not yet done).")
 	positional, err := fs.parse(args, io.out, 1, 1)
 	if err != nil {
 		return err
@@ -211,6 +211,9 @@ func groupDescribe(ctx context.Context, args []string, io streams) error {
 		return err
 	}
 	defer done()
+	if handled, err := describeShareGroup(rctx, s, name, fs.globals.json, io); handled {
+		return err
+	}
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{name}
 	resp, err := req.RequestWith(rctx, s.raw)
@@ -233,6 +236,9 @@ func groupDescribe(ctx context.Context, args []string, io streams) error {
 			}
 			description.Members = append(description.Members, member)
 		}
+	}
+	if len(description.Members) == 0 {
+		describeConsumerGroup(rctx, s, name, &description) // a KIP-848 group is no classic group
 	}
 	committed, err := fetchCommitted(rctx, s, name)
 	if err != nil {

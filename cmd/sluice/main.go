@@ -5,6 +5,7 @@
 //	seq 1 10 | sluice produce orders
 //	sluice consume orders --from-beginning --count 10
 //	sluice group describe billing
+//	sluice txn list
 //	sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml --duration 20s
 //
 // Exit codes: 0 success, 1 the operation failed (broker unreachable, refused, timed out), 2 the
@@ -54,6 +55,7 @@ Commands:
   consume TOPIC                             read records to stdout (plain, key/value or JSON lines)
   group list|describe|reset-offsets|delete  consumer groups: members, committed offsets, lag
   cluster status                            brokers, controller, partitions and their leaders
+  txn list|describe                         transactional ids: state, producer, open partitions
   bench [run]|agent                         the load harness: run a workload file, or serve as an agent
 
 Every command takes:
@@ -100,10 +102,12 @@ func dispatch(ctx context.Context, args []string, io streams) error {
 		return runGroup(ctx, rest, io)
 	case "cluster":
 		return runCluster(ctx, rest, io)
+	case "txn", "transactions":
+		return runTxn(ctx, rest, io)
 	case "bench":
 		return runBench(ctx, rest, io)
 	}
-	return usageErrorf("sluice", "unknown command %q (commands: topic, produce, consume, group, cluster, bench; see sluice --help)", command)
+	return usageErrorf("sluice", "unknown command %q (commands: topic, produce, consume, group, cluster, txn, bench; see sluice --help)", command)
 }
 
 // subcommand picks the verb of a noun command ("topic create") from args.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 
 	"github.com/sluice-mq/sluice/batch"
 )
+
+// knownTopicIDs caches topic ids by name for rawProduce (topic names are unique per test).
+var knownTopicIDs sync.Map
 
 // rawProduce sends one batch of values to partition of topic on broker node and returns the
 // partition's error code and base offset. The client's RequiredAcks decide the request's acks (kgo
@@ -37,6 +41,17 @@ func rawProduce(t *testing.T, client *kgo.Client, node int32, topic string, part
 	req.TimeoutMillis = 2000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
+	// Produce v13 (KIP-516) names topics by id, and kgo sends the highest version served. The id
+	// is looked up once: later the metadata request may land on a paused node.
+	id, known := knownTopicIDs.Load(topic)
+	if !known {
+		ids, ok := topicIDs(client, topic)
+		if !ok {
+			return -1, -1
+		}
+		id, _ = knownTopicIDs.LoadOrStore(topic, ids[topic])
+	}
+	rt.TopicID = id.([16]byte)
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, b.Finish()
 	rt.Partitions = append(rt.Partitions, rp)
@@ -63,7 +78,7 @@ func produceAcked(t *testing.T, client *kgo.Client, node int32, topic, value str
 		case 0:
 			offset = base
 			return true
-		case -1, kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code, kerr.LeaderNotAvailable.Code:
+		case -1, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code, kerr.LeaderNotAvailable.Code:
 			return false
 		}
 		t.Fatalf("produce %s to node %d: error %d", value, node, code)

@@ -126,6 +126,30 @@ func describeTopic(client *kgo.Client, topic string) (map[int32]partitionInfo, b
 	return out, true
 }
 
+// topicIDs asks the cluster for the named topics' ids.
+func topicIDs(client *kgo.Client, topics ...string) (map[string][16]byte, bool) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, client)
+	if err != nil {
+		return nil, false
+	}
+	out := map[string][16]byte{}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || t.Topic == nil {
+			return nil, false
+		}
+		out[*t.Topic] = t.TopicID
+	}
+	return out, true
+}
+
 // eventually polls condition every 50 ms until it holds or timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, condition func() bool) {
 	t.Helper()

@@ -78,6 +78,10 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.Int64Var(&b.Cleaner.IOBytesPerSecond, "cleaner-io-bytes-per-second", cfg.Cleaner.IOBytesPerSecond, "log cleaner's disk I/O limit, reads and writes together (0: none)")
 	fs.Int64Var(&b.Cleaner.KeyMapBytes, "cleaner-key-map-bytes", cfg.Cleaner.KeyMapBytes, "log cleaner's key map memory (24 bytes a key); more distinct keys take several passes")
 	fs.DurationVar(&b.Cleaner.Interval, "cleaner-interval", cfg.Cleaner.Interval, "how often the log cleaner looks for compacted logs to clean")
+	fs.DurationVar(&b.Transactions.MaxTimeout, "transaction-max-timeout", cfg.Transactions.MaxTimeout,
+		"the longest transaction.timeout.ms a transactional producer may ask for (transaction.max.timeout.ms)")
+	fs.DurationVar(&b.Transactions.CheckInterval, "transaction-check-interval", cfg.Transactions.CheckInterval,
+		"how often the transaction coordinator aborts transactions past their timeout")
 	fs.StringVar(&opts.flush, "flush", cfg.Log.Flush.String(), "flush policy: os (kernel writeback; acks=all still fsyncs), append (group commit after appends) or interval")
 	fs.DurationVar(&b.Log.FlushInterval, "flush-interval", cfg.Log.FlushInterval, "fsync period for --flush=interval")
 	fs.StringVar(&opts.voters, "controller-voters", "", "the cluster's Raft voters as id@host:port,... (Kafka's controller.quorum.voters); empty: a one-node cluster")
@@ -86,6 +90,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.BrokerHeartbeatInterval, "broker-heartbeat-interval", cfg.BrokerHeartbeatInterval, "how often a broker heartbeats to the controller")
 	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
 	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
+	fs.IntVar(&b.MaxConnections, "max-connections", cfg.MaxConnections, "max.connections: client connections past this are closed at once (0: no bound but the open file limit)")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
@@ -186,6 +191,7 @@ func run(args []string, output io.Writer) error {
 	opts.broker.Metrics = set
 	opts.broker.Logger = logger
 	applyTestHooks(&opts)
+	fileLimit := raiseFileLimit(logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -207,15 +213,27 @@ func run(args []string, output io.Writer) error {
 		return err
 	}
 	set.RegisterMetricsWriter(b.WriteMetrics)
+	warnIfFileLimitLow(logger, fileLimit, b.PartitionsHeld(), opts.broker.MaxConnections)
 	ready.Store(true)
-	<-ctx.Done()
-	logger.Info("shutting down")
+	var listenerErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case <-b.ListenerFailed():
+		// Up but deaf is the worst state for a broker: clients and orchestrators would keep
+		// sending it work. Report not ready and exit non-zero so it gets restarted.
+		listenerErr = fmt.Errorf("kafka listener failed: %w", b.ListenerFailure())
+		logger.Error("shutting down: the Kafka listener can no longer accept connections", "err", b.ListenerFailure())
+	}
 	ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = b.Close(shutdownCtx)
 	if httpServer != nil {
 		httpServer.Shutdown(shutdownCtx)
+	}
+	if listenerErr != nil {
+		return errors.Join(listenerErr, err)
 	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)

@@ -21,6 +21,9 @@ import (
 var sluicedBinary string
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(etlMemberEnv); spec != "" {
+		os.Exit(runETLMember(spec)) // a member process of TestTransactionalETLFranzGroupSession
+	}
 	dir, err := os.MkdirTemp("", "sluiced-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
