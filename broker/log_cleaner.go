@@ -146,7 +146,14 @@ func (b *Broker) cleanAll(ctx context.Context) {
 		if ctx.Err() != nil || state == nil || state.compaction == nil {
 			return
 		}
-		stats, err := b.cleaner.cleaner.Clean(ctx, p.log, *state.compaction, time.Now())
+		// Only what is committed is cleaned: a record a leader change could still truncate must not
+		// shadow an older acknowledged one.
+		stable, err := p.lastStableOffset()
+		if err != nil {
+			b.logger.Error("log cleaner: last stable offset", "topic", p.topic, "partition", p.index, "err", err)
+			return
+		}
+		stats, err := b.cleaner.cleaner.Clean(ctx, p.log, *state.compaction, time.Now(), stable)
 		b.cleaner.plans.Store(p, stats.Plan)
 		b.cleaner.bytesRead.Add(int(stats.BytesRead))
 		if err != nil {
@@ -163,7 +170,7 @@ func (b *Broker) cleanAll(ctx context.Context) {
 		b.cleaner.segments.Add(stats.Segments)
 		b.cleaner.bytesRewritten.Add(int(stats.BytesIn))
 		b.cleaner.bytesReclaimed.Add(int(stats.Reclaimed()))
-		b.cleaner.plans.Store(p, compaction.Inspect(p.log, *state.compaction, time.Now()))
+		b.cleaner.plans.Store(p, compaction.Inspect(p.log, *state.compaction, time.Now(), stable))
 		b.logger.Info("log cleaned", "topic", p.topic, "partition", p.index, "segments", stats.Segments,
 			"bytes_before", stats.BytesIn, "bytes_after", stats.BytesOut, "cleaned_up_to", stats.CleanedUpTo,
 			"dirty_ratio_before", fmt.Sprintf("%.2f", stats.Plan.DirtyRatio()), "duration", stats.Duration)

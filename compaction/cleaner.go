@@ -68,22 +68,23 @@ type Stats struct {
 func (s Stats) Reclaimed() int64 { return s.BytesIn - s.BytesOut }
 
 // Inspect returns the plan a pass over l would follow now, without cleaning (for metrics).
-func Inspect(l *segment.Log, policy Policy, now time.Time) Plan {
-	return PlanCleaning(l.Segments(), l.LogStartOffset(), readCheckpoint(l.Dir()).firstDirty, policy, now)
+func Inspect(l *segment.Log, policy Policy, now time.Time, stable int64) Plan {
+	return PlanCleaning(l.Segments(), l.LogStartOffset(), readCheckpoint(l.Dir()).firstDirty, stable, policy, now)
 }
 
 // Clean runs one pass over l when the policy says it is due: it builds the key map over the dirty
 // section, then rewrites every sealed segment from the log start through the end of that section,
 // keeping per key only its latest record (and tombstones until their delete retention passed), and
-// records how far it cleaned. The active segment is never touched.
-func (c *Cleaner) Clean(ctx context.Context, l *segment.Log, policy Policy, now time.Time) (Stats, error) {
+// records how far it cleaned. The active segment is never touched, nor any segment holding offsets at
+// or after stable (see PlanCleaning).
+func (c *Cleaner) Clean(ctx context.Context, l *segment.Log, policy Policy, now time.Time, stable int64) (Stats, error) {
 	started := time.Now()
 	cp := readCheckpoint(l.Dir())
 	if end := l.LogEndOffset(); cp.firstDirty > end {
 		cp.firstDirty = end // truncated below the last pass
 	}
 	segments := l.Segments()
-	plan := PlanCleaning(segments, l.LogStartOffset(), cp.firstDirty, policy, now)
+	plan := PlanCleaning(segments, l.LogStartOffset(), cp.firstDirty, stable, policy, now)
 	stats := Stats{Plan: plan, CleanedUpTo: plan.FirstDirty}
 	if !plan.Due {
 		return stats, nil

@@ -225,7 +225,7 @@ func TestCleanKeepsLatestPerKey(t *testing.T) {
 			c := newTestCleaner(t, 1<<20)
 			policy := DefaultPolicy()
 			policy.DeleteRetention = time.Hour
-			stats, err := c.Clean(context.Background(), p.log, policy, p.clock)
+			stats, err := c.Clean(context.Background(), p.log, policy, p.clock, math.MaxInt64)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestCleanKeepsLatestPerKey(t *testing.T) {
 			p.log.Roll()
 			later := p.clock.Add(2 * time.Hour)
 			policy.MinCleanableDirtyRatio = 0
-			if _, err := c.Clean(context.Background(), p.log, policy, later); err != nil {
+			if _, err := c.Clean(context.Background(), p.log, policy, later, math.MaxInt64); err != nil {
 				t.Fatal(err)
 			}
 			p.checkCompacted(p.log.LogEndOffset(), uncleanable) // tombstones cleaned an hour ago go
@@ -275,7 +275,7 @@ func TestCleanWithSmallKeyMap(t *testing.T) {
 	policy := DefaultPolicy()
 	policy.MinCleanableDirtyRatio = 0
 	for pass := 0; ; pass++ {
-		stats, err := c.Clean(context.Background(), p.log, policy, p.clock)
+		stats, err := c.Clean(context.Background(), p.log, policy, p.clock, math.MaxInt64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,11 +297,11 @@ func TestCleanLeavesYoungAndActiveSegments(t *testing.T) {
 	c := newTestCleaner(t, 1<<20)
 	policy := DefaultPolicy()
 	policy.MinCompactionLag = time.Minute
-	stats, err := c.Clean(context.Background(), p.log, policy, p.clock) // every record is younger
+	stats, err := c.Clean(context.Background(), p.log, policy, p.clock, math.MaxInt64) // every record is younger
 	if err != nil || stats.Cleaned {
 		t.Fatalf("cleaned records younger than the minimum lag: %+v, %v", stats, err)
 	}
-	stats, err = c.Clean(context.Background(), p.log, policy, p.clock.Add(time.Hour))
+	stats, err = c.Clean(context.Background(), p.log, policy, p.clock.Add(time.Hour), math.MaxInt64)
 	if err != nil || !stats.Cleaned {
 		t.Fatalf("nothing cleaned past the lag: %+v, %v", stats, err)
 	}

@@ -61,15 +61,17 @@ func (p Plan) DirtyRatio() float64 {
 	return float64(p.DirtyBytes) / float64(p.CleanBytes+p.DirtyBytes)
 }
 
-// PlanCleaning decides, from the log's segments (oldest first, the last one active), its start, and
-// the first dirty offset the last pass recorded, what a pass may clean at time now. It does no I/O.
-func PlanCleaning(segments []segment.SegmentInfo, logStart, checkpoint int64, policy Policy, now time.Time) Plan {
+// PlanCleaning decides, from the log's segments (oldest first, the last one active), its start, the
+// first dirty offset the last pass recorded, and stable (no record at or after it is cleaned: the
+// high watermark, or the last stable offset under transactions, so that a record a leader change may
+// still truncate never shadows an acknowledged one), what a pass may clean at time now. No I/O.
+func PlanCleaning(segments []segment.SegmentInfo, logStart, checkpoint, stable int64, policy Policy, now time.Time) Plan {
 	plan := Plan{LogStart: logStart, FirstDirty: max(checkpoint, logStart)}
 	plan.FirstUncleanable = plan.FirstDirty
 	nowMs := now.UnixMilli()
 	oldestDirty := int64(-1) // newest timestamp of the oldest dirty segment
 	for _, s := range segments {
-		if !s.Sealed {
+		if !s.Sealed || s.NextOffset > stable {
 			break
 		}
 		if s.NextOffset <= plan.FirstDirty {

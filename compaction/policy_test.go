@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -54,31 +55,34 @@ func TestPlanCleaning(t *testing.T) {
 		seg(300, 350, 500, 999_000, false), // active
 	}
 	policy := DefaultPolicy()
-	plan := PlanCleaning(segments, 0, 0, policy, now)
+	plan := PlanCleaning(segments, 0, 0, math.MaxInt64, policy, now)
 	if plan.FirstDirty != 0 || plan.FirstUncleanable != 300 || plan.DirtyBytes != 3000 || !plan.Due {
 		t.Fatalf("never cleaned: %+v", plan)
 	}
-	plan = PlanCleaning(segments, 0, 100, policy, now)
+	plan = PlanCleaning(segments, 0, 100, math.MaxInt64, policy, now)
 	if plan.CleanBytes != 1000 || plan.DirtyBytes != 2000 || plan.DirtyRatio() < 0.66 || !plan.Due {
 		t.Fatalf("cleaned below 100: %+v", plan)
 	}
 	policy.MinCleanableDirtyRatio = 0.7
-	if plan = PlanCleaning(segments, 0, 100, policy, now); plan.Due {
+	if plan = PlanCleaning(segments, 0, 100, math.MaxInt64, policy, now); plan.Due {
 		t.Fatalf("ratio %.2f below 0.7 is due", plan.DirtyRatio())
 	}
 	policy.MaxCompactionLag = time.Minute // the oldest dirty segment is ~1000 s old
-	if plan = PlanCleaning(segments, 0, 100, policy, now); !plan.Due {
+	if plan = PlanCleaning(segments, 0, 100, math.MaxInt64, policy, now); !plan.Due {
 		t.Fatal("a dirty segment past the maximum lag is not due")
 	}
 	policy = DefaultPolicy()
 	policy.MinCompactionLag = time.Minute // the third segment is too young
-	if plan = PlanCleaning(segments, 0, 0, policy, now); plan.FirstUncleanable != 200 {
+	if plan = PlanCleaning(segments, 0, 0, math.MaxInt64, policy, now); plan.FirstUncleanable != 200 {
 		t.Fatalf("min lag: %+v", plan)
 	}
-	if plan = PlanCleaning(segments, 150, 0, DefaultPolicy(), now); plan.FirstDirty != 150 {
+	if plan = PlanCleaning(segments, 150, 0, math.MaxInt64, DefaultPolicy(), now); plan.FirstDirty != 150 {
 		t.Fatalf("a checkpoint below the log start: %+v", plan)
 	}
-	if plan = PlanCleaning(segments, 0, 300, DefaultPolicy(), now); plan.Due || plan.DirtyBytes != 0 {
+	if plan = PlanCleaning(segments, 0, 0, 250, DefaultPolicy(), now); plan.FirstUncleanable != 200 {
+		t.Fatalf("records at or above the high watermark are not cleaned: %+v", plan)
+	}
+	if plan = PlanCleaning(segments, 0, 300, math.MaxInt64, DefaultPolicy(), now); plan.Due || plan.DirtyBytes != 0 {
 		t.Fatalf("all clean: %+v", plan)
 	}
 }

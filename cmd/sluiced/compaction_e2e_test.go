@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -105,11 +105,16 @@ func kadmListEnd(admin *kgo.Client, topic string) (int64, error) {
 }
 
 // TestCompactedTopicReadBack is the first acceptance test scaled down tenfold (100,000
-// records over 10,000 keys instead of 1,000,000, to run in seconds): updates and tombstones, cleaned,
+// records over 10,000 keys instead of 1,000,000, to run in seconds; SLUICE_COMPACTION_RECORDS sets
+// the count, and make soak runs the full size): updates and tombstones, cleaned,
 // then read from the start by franz-go, kcat and sluice's client, which agree and see exactly the
 // latest value of each live key, no deleted key once delete.retention.ms passed, in offset order.
 func TestCompactedTopicReadBack(t *testing.T) {
-	const records, keys, topic = 100_000, 10_000, "table"
+	const keys, topic = 10_000, "table"
+	records := 100_000
+	if n, err := strconv.Atoi(os.Getenv("SLUICE_COMPACTION_RECORDS")); err == nil && n > 0 {
+		records = n // make soak: the full 1,000,000
+	}
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed (apt-get install kcat)")
 	}
@@ -300,5 +305,3 @@ func awaitMetric(t testing.TB, what string, condition func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-var _ = sync.Mutex{}
