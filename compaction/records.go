@@ -113,3 +113,44 @@ func RequireKeys(raw []byte) error {
 
 // ErrMissingKey: a record without a key was sent to a compacted topic.
 var ErrMissingKey = errors.New("compaction: compacted topics require a key on every record")
+
+// EachRecord calls fn with each record of the whole batches in raw (as a log or a fetch holds
+// them, any codec), in offset order: its offset, key and value (nil for a null key or value). Tests
+// and tools use it to read what a compacted log holds.
+func EachRecord(raw []byte, fn func(offset int64, key, value []byte) error) error {
+	c, err := newCodecs()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	_, err = batch.Scan(raw, func(h batch.Header, b []byte) error {
+		if h.IsControl() {
+			return nil
+		}
+		records, err := c.batchRecords(h, b)
+		if err != nil {
+			return err
+		}
+		return parseRecords(records, int(h.RecordCount), func(r record) error {
+			var value []byte
+			if !r.tombstone {
+				value = recordValue(r.raw)
+			}
+			return fn(h.BaseOffset+r.offsetDelta, r.key, value)
+		})
+	})
+	return err
+}
+
+// recordValue returns the value of a record that parseRecords accepted and found not null.
+func recordValue(raw []byte) []byte {
+	_, n := binary.Varint(raw) // length
+	rest := raw[n+1:]          // attributes
+	for i := 0; i < 2; i++ {   // timestamp delta, offset delta
+		_, rest, _ = varint(rest)
+	}
+	keyLength, rest, _ := varint(rest)
+	rest = rest[max(keyLength, 0):]
+	valueLength, rest, _ := varint(rest)
+	return rest[:valueLength]
+}
