@@ -116,18 +116,7 @@ func readLog(t testing.TB, l *segment.Log, c *codecs) []struct {
 				return err
 			}
 			return parseRecords(records, int(h.RecordCount), func(r record) error {
-				_, rest, _ := varint(r.raw)
-				value := rest // attributes, timestamp, offset, key, then the value
-				value = value[1:]
-				_, value, _ = varint(value)
-				_, value, _ = varint(value)
-				n, value, _ := varint(value)
-				value = value[max(n, 0):]
-				vn, value, _ := varint(value)
-				var v []byte
-				if vn >= 0 {
-					v = bytes.Clone(value[:vn])
-				}
+				v := bytes.Clone(r.value)
 				out = append(out, struct {
 					offset     int64
 					key, value []byte

@@ -22,22 +22,31 @@ type codecs struct {
 	zstdEncoder *zstd.Encoder
 }
 
-func newCodecs() (*codecs, error) {
-	decoder, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
-	if err != nil {
-		return nil, fmt.Errorf("compaction: zstd decoder: %w", err)
+func newCodecs() (*codecs, error) { return &codecs{}, nil }
+
+// zstd returns the zstd decoder and encoder, made on first use (they are costly to make, and a
+// produce checking keys of uncompressed or gzip batches needs neither).
+func (c *codecs) zstdCodecs() (*zstd.Decoder, *zstd.Encoder, error) {
+	if c.zstdDecoder == nil {
+		decoder, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			return nil, nil, fmt.Errorf("compaction: zstd decoder: %w", err)
+		}
+		encoder, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			decoder.Close()
+			return nil, nil, fmt.Errorf("compaction: zstd encoder: %w", err)
+		}
+		c.zstdDecoder, c.zstdEncoder = decoder, encoder
 	}
-	encoder, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		decoder.Close()
-		return nil, fmt.Errorf("compaction: zstd encoder: %w", err)
-	}
-	return &codecs{zstdDecoder: decoder, zstdEncoder: encoder}, nil
+	return c.zstdDecoder, c.zstdEncoder, nil
 }
 
 func (c *codecs) close() {
-	c.zstdDecoder.Close()
-	c.zstdEncoder.Close()
+	if c.zstdDecoder != nil {
+		c.zstdDecoder.Close()
+		c.zstdEncoder.Close()
+	}
 }
 
 // xerialPrefix starts snappy data framed the way the Java client frames it.
@@ -79,7 +88,11 @@ func (c *codecs) decompress(codec int, body []byte) ([]byte, error) {
 	case batch.CodecLZ4:
 		return readAll(lz4.NewReader(bytes.NewReader(body)), "lz4")
 	case batch.CodecZstd:
-		out, err := c.zstdDecoder.DecodeAll(body, nil)
+		decoder, _, err := c.zstdCodecs()
+		if err != nil {
+			return nil, err
+		}
+		out, err := decoder.DecodeAll(body, nil)
 		if err != nil {
 			return nil, fmt.Errorf("compaction: zstd: %w", err)
 		}
@@ -137,7 +150,11 @@ func (c *codecs) compress(dst []byte, codec int, records []byte, xerial bool) ([
 		}
 		return buf.Bytes(), nil
 	case batch.CodecZstd:
-		return c.zstdEncoder.EncodeAll(records, dst), nil
+		_, encoder, err := c.zstdCodecs()
+		if err != nil {
+			return nil, err
+		}
+		return encoder.EncodeAll(records, dst), nil
 	}
 	return nil, fmt.Errorf("compaction: unknown compression codec %d", codec)
 }

@@ -16,6 +16,7 @@ type record struct {
 	raw         []byte // the whole record, its length prefix included: copied as is when kept
 	offsetDelta int64
 	key         []byte // nil: no key (null)
+	value       []byte // nil when tombstone
 	tombstone   bool   // the value is null
 }
 
@@ -48,10 +49,13 @@ func parseRecords(records []byte, count int, fn func(r record) error) error {
 			r.key, body = body[:keyLength], body[keyLength:]
 		}
 		var valueLength int64
-		if valueLength, _, ok = varint(body); !ok || valueLength < -1 {
+		if valueLength, body, ok = varint(body); !ok || valueLength < -1 || valueLength > int64(len(body)) {
 			return fmt.Errorf("%w: record %d: value", ErrMalformed, i)
 		}
 		r.tombstone = valueLength < 0
+		if !r.tombstone {
+			r.value = body[:valueLength]
+		}
 		if err := fn(r); err != nil {
 			return err
 		}
@@ -132,25 +136,8 @@ func EachRecord(raw []byte, fn func(offset int64, key, value []byte) error) erro
 			return err
 		}
 		return parseRecords(records, int(h.RecordCount), func(r record) error {
-			var value []byte
-			if !r.tombstone {
-				value = recordValue(r.raw)
-			}
-			return fn(h.BaseOffset+r.offsetDelta, r.key, value)
+			return fn(h.BaseOffset+r.offsetDelta, r.key, r.value)
 		})
 	})
 	return err
-}
-
-// recordValue returns the value of a record that parseRecords accepted and found not null.
-func recordValue(raw []byte) []byte {
-	_, n := binary.Varint(raw) // length
-	rest := raw[n+1:]          // attributes
-	for i := 0; i < 2; i++ {   // timestamp delta, offset delta
-		_, rest, _ = varint(rest)
-	}
-	keyLength, rest, _ := varint(rest)
-	rest = rest[max(keyLength, 0):]
-	valueLength, rest, _ := varint(rest)
-	return rest[:valueLength]
 }
