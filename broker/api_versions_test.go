@@ -39,12 +39,16 @@ var servedAPIs = map[int16][2]int16{
 	28: {0, 4},  // TxnOffsetCommit
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
+	35: {0, 4},  // DescribeLogDirs
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
 	43: {0, 2},  // ElectLeaders
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
+	48: {0, 1},  // DescribeClientQuotas
+	49: {0, 1},  // AlterClientQuotas
 	60: {0, 1},  // DescribeCluster
+	61: {0, 0},  // DescribeProducers
 	65: {0, 0},  // DescribeTransactions
 	66: {0, 1},  // ListTransactions
 	68: {1, 1},  // ConsumerGroupHeartbeat

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"crypto/rand"
+
 	"context"
 	"errors"
 	"fmt"
@@ -112,6 +114,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
 	b.txns = newTxnCoordinator(b, b.metrics.set)
+	// This run's incarnation: until the controller has recorded it (and fenced what the previous
+	// run led), the registry leads nothing, however stale metadata reads.
+	b.registry.incarnation = rand.Text()
 	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
@@ -123,6 +128,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
 	netCfg.MaxConnections = cfg.MaxConnections
+	netCfg.MaxBufferedInputBytes, netCfg.MaxBufferedOutputBytes = cfg.MaxBufferedInputBytes, cfg.MaxBufferedOutputBytes
+	netCfg.ConnectionsMaxIdle, netCfg.RequestReceiveTimeout = cfg.ConnectionsMaxIdle, cfg.RequestReceiveTimeout
 	netCfg.Logger = logger.With("component", "netpoll")
 	netCfg.Metrics = cfg.Metrics
 	if b.server, err = netpoll.Listen(netCfg, b); err != nil {
@@ -133,10 +140,20 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.Close(ctx)
 		return nil, err
 	}
-	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port}
+	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port, Incarnation: b.registry.incarnation}
 	if err := b.coordinator.RegisterBroker(ctx, registration); err != nil {
 		b.Close(ctx)
 		return nil, fmt.Errorf("broker: register: %w", err)
+	}
+	// The registration fenced what the previous run led; the first heartbeat lifts the fence and
+	// elects this node again where it should lead, at new epochs. Serve once that is applied here.
+	if err := b.coordinator.Heartbeat(ctx, cfg.NodeID); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("broker: first heartbeat: %w", err)
+	}
+	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("broker: apply metadata after registering: %w", err)
 	}
 	b.coordinator.StartSession(registration)
 	b.background.Add(2)
@@ -189,6 +206,7 @@ func (b *Broker) Close(ctx context.Context) error {
 			errs = append(errs, b.server.Close(ctx))
 		}
 		b.background.Wait()
+		b.checkpointTransactions(ctx)
 		errs = append(errs, b.shutdownMetadata())
 	})
 	return errors.Join(errs...)

@@ -69,6 +69,18 @@ type Config struct {
 	MaxInFlightBytes int64
 	// MaxConnections bounds open client connections (Kafka's max.connections); 0: no bound.
 	MaxConnections int
+	// MaxBufferedInputBytes bounds request bytes received and not yet handled, across all
+	// connections (partial frames, requests waiting behind backpressure); past it the
+	// connection holding the most is closed.
+	MaxBufferedInputBytes int64
+	// MaxBufferedOutputBytes bounds response bytes waiting for slow readers across all
+	// connections; past it the connection holding the most is closed.
+	MaxBufferedOutputBytes int64
+	// ConnectionsMaxIdle closes connections idle this long (connections.max.idle.ms); 0: never.
+	ConnectionsMaxIdle time.Duration
+	// RequestReceiveTimeout closes a connection whose request has been partially received for
+	// this long; 0: never.
+	RequestReceiveTimeout time.Duration
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set
@@ -96,6 +108,10 @@ func DefaultConfig() Config {
 		Transactions:             DefaultTransactionConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
+		MaxBufferedInputBytes:    512 << 20,
+		MaxBufferedOutputBytes:   256 << 20,
+		ConnectionsMaxIdle:       10 * time.Minute,
+		RequestReceiveTimeout:    time.Minute,
 	}
 }
 
@@ -139,6 +155,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, fmt.Errorf("max connections %d is negative", c.MaxConnections))
+	}
+	if c.MaxBufferedInputBytes < int64(c.MaxFrameBytes)+4 {
+		errs = append(errs, fmt.Errorf("max buffered input bytes %d is below one maximal request (%d bytes)", c.MaxBufferedInputBytes, c.MaxFrameBytes+4))
+	}
+	if c.MaxBufferedOutputBytes < 4<<20 {
+		errs = append(errs, fmt.Errorf("max buffered output bytes %d is below 4 MiB", c.MaxBufferedOutputBytes))
+	}
+	if c.ConnectionsMaxIdle < 0 || c.RequestReceiveTimeout < 0 {
+		errs = append(errs, fmt.Errorf("connections max idle %v and request receive timeout %v must not be negative", c.ConnectionsMaxIdle, c.RequestReceiveTimeout))
 	}
 	if c.MaxFrameBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max frame bytes %d below 1024", c.MaxFrameBytes))

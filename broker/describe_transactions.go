@@ -14,15 +14,17 @@ func (b *Broker) handleDescribeTransactions(r *request, req *kmsg.DescribeTransa
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	transactions := b.coordinator.Transactions()
 	for _, id := range req.TransactionalIDs {
+
 		s := kmsg.NewDescribeTransactionsResponseTransactionState()
 		s.TransactionalID, s.ProducerID, s.ProducerEpoch, s.StartTimestamp = id, -1, -1, -1
-		record, found := transactions.Lookup(id)
+		_, found := transactions.Lookup(id)
 		switch err := b.txns.checkOwner(id); {
 		case err != nil:
 			s.ErrorCode = protocol.CodeFor(err)
 		case !found:
 			s.ErrorCode = protocol.TransactionalIDNotFound.Code
 		default:
+			record, _ := b.txns.current(id) // a transaction whose markers are written reads as complete
 			s.State, s.TimeoutMillis = record.State.String(), record.TimeoutMillis
 			s.ProducerID, s.ProducerEpoch = record.ProducerID, record.ProducerEpoch
 			if record.StartMillis > 0 {

@@ -34,6 +34,8 @@
 // Lock order: offlinePartitions.applyMu, then offlinePartitions.mu; registry.mu, then partition.waiters.mu; separately groupCoordinator.mu, then
 // groupEntry.mu. No lock is held while calling into segment or coordinator (the group lock is
 // released before offsets go to the coordinator), with two exceptions that take no other broker
-// lock: partition.producers.mu is held across segment's Append (never across a durability wait),
-// and producerIDAllocator.mu across the Raft round that reserves a block.
+// lock: partition.producers.mu is held across segment's Append and a transaction-state rescan of
+// the log (never across a durability wait), and producerIDAllocator.mu across the Raft round that
+// reserves a block. The transaction coordinator holds a transactional id's lock (txnCoordinator.locks)
+// across its Raft writes and marker writes, which take partition.producers.mu inside it.
 package broker

@@ -26,9 +26,11 @@ func (b *Broker) handleListTransactions(r *request, req *kmsg.ListTransactionsRe
 	now := time.Now().UnixMilli()
 	transactions := b.coordinator.Transactions()
 	for _, id := range transactions.IDs() {
-		record, _ := transactions.Lookup(id)
+		if b.txns.checkOwner(id) != nil {
+			continue
+		}
+		record, _ := b.txns.current(id) // a transaction whose markers are written reads as complete
 		switch {
-		case b.txns.checkOwner(id) != nil:
 		case len(req.StateFilters) > 0 && !slices.Contains(states, record.State):
 		case len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, record.ProducerID):
 		case req.Version >= 1 && req.DurationFilterMillis >= 0 && (record.StartMillis == 0 || now-record.StartMillis < req.DurationFilterMillis):

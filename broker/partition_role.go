@@ -24,8 +24,14 @@ func (r *registry) openPartition(topic string, index int32, topicID [16]byte, lo
 	return p, nil
 }
 
-// applyRole makes p lead or follow as pm says. Runs on the metadata subscription goroutine.
-func (r *registry) applyRole(p *partition, pm coordinator.Partition) {
+// applyRole makes p lead or follow as pm says. Runs on the metadata subscription goroutine. Until
+// this run of the broker is registered, a partition the metadata says it leads is left without a
+// leader here: that leadership belongs to the previous run, whose log may have been longer, and the
+// registration moves it to a new epoch.
+func (r *registry) applyRole(p *partition, pm coordinator.Partition, registered bool) {
+	if pm.Leader == r.nodeID && !registered {
+		pm.Leader = -1
+	}
 	if pm.Leader == r.nodeID {
 		newEpoch, err := p.replica.MakeLeader(pm.LeaderEpoch, partitionEpochOf(pm), pm.Replicas, pm.ISR, time.Now())
 		if err != nil {

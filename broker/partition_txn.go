@@ -11,12 +11,14 @@ package broker
 // Rebuild: the state is derived from the log. It is loaded at first use (a transactional append, a
 // marker, a read_committed fetch or ListOffsets) by scanning batch headers from a checkpoint
 // (txn-checkpoint beside the log: an offset and the transactions open there, written by the
-// transaction checker while the broker runs) or from the log start without one, re-appending the
+// transaction checker while the broker runs and at a clean shutdown, only at a durable log end) or
+// from the log start without one, re-appending the
 // index entries of the aborts met on the way. A stale checkpoint only lengthens the scan; one past
 // the log end (the log was cut) is ignored. A new leader rebuilds too: as a follower it appended
 // without this bookkeeping (producerStates.reset).
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -88,24 +90,11 @@ func (p *partition) loadTxnsLocked() error {
 		return err
 	}
 	t.open = open
-	end := p.log.LogEndOffset()
-	var buf []byte
-	for offset := from; offset < end; {
-		chunk, err := p.log.Read(offset, 1<<20, end, buf[:0])
-		if err != nil {
-			return fmt.Errorf("broker: rebuild transactions of %s-%d: %w", p.topic, p.index, err)
-		}
-		if len(chunk) == 0 {
-			break
-		}
-		buf = chunk
-		if _, err := batch.Scan(chunk, func(h batch.Header, raw []byte) error {
-			offset = h.NextOffset()
-			p.noteBatchLocked(h, raw)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("broker: rebuild transactions of %s-%d: %w", p.topic, p.index, err)
-		}
+	if err := p.log.ScanHeaders(from, p.log.LogEndOffset(), func(h batch.Header, control []byte) error {
+		p.noteBatchLocked(h, control)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("broker: rebuild transactions of %s-%d: %w", p.topic, p.index, err)
 	}
 	t.loaded = true
 	t.ready.Store(true)
@@ -115,7 +104,7 @@ func (p *partition) loadTxnsLocked() error {
 }
 
 // noteBatchLocked updates the bookkeeping for one batch in the log: a transactional batch opens its
-// producer's transaction, a marker closes it (an abort is indexed).
+// producer's transaction, a marker closes it (an abort is indexed). raw is needed for markers only.
 func (p *partition) noteBatchLocked(h batch.Header, raw []byte) {
 	t := &p.producers.mu.txns
 	if h.ProducerID < 0 || !h.IsTransactional() {
@@ -319,4 +308,21 @@ func (p *partition) openTransactions() map[int64]int64 {
 		out[pid] = first
 	}
 	return out
+}
+
+// checkpointTransactions writes, at a clean shutdown, the transaction checkpoint of every partition
+// whose bookkeeping is loaded, after syncing its log (a checkpoint names only a durable log end), so
+// that the next start rescans nothing.
+func (b *Broker) checkpointTransactions(ctx context.Context) {
+	b.registry.forEach(func(p *partition) {
+		if !p.txnsLoaded() {
+			return
+		}
+		if err := p.log.Sync(ctx); err != nil {
+			return
+		}
+		if err := p.checkpointTxns(); err != nil {
+			b.logger.Warn("transaction checkpoint", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	})
 }

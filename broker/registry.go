@@ -31,6 +31,9 @@ type registry struct {
 	// replicas runs follower fetches and ISR checks; replication its settings.
 	replicas    *replication.Manager
 	replication replication.Config
+	// incarnation identifies this run of the broker (coordinator.Broker.Incarnation); set before
+	// the first metadata is applied. Empty: no registration gate (tests of the registry alone).
+	incarnation string
 	// leaderElections counts partitions this broker took over at a new leader epoch (set by
 	// NewBroker after construction).
 	leaderElections *metrics.Counter
@@ -117,6 +120,8 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 			}
 		}
 	}
+	self, found := latest.Brokers[r.nodeID]
+	registered := r.incarnation == "" || (found && self.Incarnation == r.incarnation)
 	for name, meta := range latest.Topics {
 		t, ok := next[name]
 		if !ok {
@@ -154,7 +159,7 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 				r.logger.Error("apply topic config", "topic", name, "partition", i, "err", err)
 			}
 			p.state.Store(state)
-			r.applyRole(p, pm)
+			r.applyRole(p, pm, registered)
 			updated.partitions[i] = p
 		}
 		next[name] = updated

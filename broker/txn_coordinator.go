@@ -10,9 +10,14 @@ package broker
 //
 // Ending a transaction: the Prepare* record is stored first (the decision), then a marker is
 // written to every partition of the transaction (locally, or with WriteTxnMarkers to the
-// partition's leader) and awaited like an acks=all produce, then the Complete* record is stored,
-// then EndTxn is answered. A decision whose markers could not all be written is left in Prepare*
-// and finished by the checker, which also aborts transactions open past their timeout (bumping the
+// partition's leader) and awaited like an acks=all produce, then EndTxn is answered. The Complete*
+// state is not stored on that path (it would cost a Raft round per transaction): the coordinator
+// remembers in memory that the markers of that record version are written, reads the record as
+// Complete* from then on, and the next transition of the id (usually the next transaction's
+// AddPartitionsToTxn) replaces it in one write; the checker stores Complete* for ids left idle. A
+// coordinator that restarts or takes over without that memory writes the markers again (a
+// repeated marker closes nothing and changes nothing). A decision whose markers could not all be
+// written is left in Prepare* and finished by the checker, which also aborts transactions open past their timeout (bumping the
 // producer epoch, which fences the producer) and finishes what a previous coordinator decided but
 // did not complete.
 //
@@ -38,11 +43,14 @@ import (
 const markerAttempts = 20
 
 type txnCoordinator struct {
-	b       *Broker
-	config  TransactionConfig
-	locks   sync.Map // transactional id -> *sync.Mutex
-	batcher *txnBatcher
-	markers *markerSender
+	b      *Broker
+	config TransactionConfig
+	locks  sync.Map // transactional id -> *sync.Mutex
+	// markersDone maps a transactional id to the version of its Prepare* record whose markers
+	// are all written and acknowledged (see the package comment above).
+	markersDone sync.Map
+	batcher     *txnBatcher
+	markers     *markerSender
 
 	commits  *metrics.Counter
 	aborts   *metrics.Counter
@@ -60,7 +68,10 @@ func newTxnCoordinator(b *Broker, set *metrics.Set) *txnCoordinator {
 		open := 0
 		transactions := b.coordinator.Transactions()
 		for _, id := range transactions.IDs() {
-			if r, _ := transactions.Lookup(id); r.State == txn.Ongoing || r.State.Preparing() {
+			if c.checkOwner(id) != nil {
+				continue // another broker coordinates it (and counts it)
+			}
+			if r, _ := c.current(id); r != nil && (r.State == txn.Ongoing || r.State.Preparing()) {
 				open++
 			}
 		}
@@ -92,13 +103,29 @@ func (c *txnCoordinator) tryLock(id string) (func(), bool) {
 	return mu.Unlock, true
 }
 
-// current reads an id's record: nil metadata and version 0 when unknown.
+// current reads an id's record as the transitions see it: nil metadata and version 0 when
+// unknown; a Prepare* record whose markers are written reads as its Complete* state.
 func (c *txnCoordinator) current(id string) (*txn.Metadata, uint64) {
+	m, version, _ := c.stored(id)
+	if m != nil && m.State.Preparing() && c.markersWritten(id, version) {
+		done := txn.Complete(*m, m.UpdateMillis)
+		return &done, version
+	}
+	return m, version
+}
+
+// stored reads an id's record as stored.
+func (c *txnCoordinator) stored(id string) (*txn.Metadata, uint64, bool) {
 	record, ok := c.b.coordinator.Transactions().Lookup(id)
 	if !ok {
-		return nil, 0
+		return nil, 0, false
 	}
-	return &record.Metadata, record.Version
+	return &record.Metadata, record.Version, true
+}
+
+func (c *txnCoordinator) markersWritten(id string, version uint64) bool {
+	done, ok := c.markersDone.Load(id)
+	return ok && done.(uint64) == version
 }
 
 // store writes m if the record is still at basedOn, and returns the new version.
@@ -110,7 +137,7 @@ func (c *txnCoordinator) store(m txn.Metadata, basedOn uint64) (uint64, error) {
 	if len(result.Conflicts) > 0 {
 		return 0, fmt.Errorf("broker: transaction %q changed under this coordinator: %w", m.TransactionalID, protocol.NotCoordinator)
 	}
-	_, version := c.current(m.TransactionalID)
+	_, version, _ := c.stored(m.TransactionalID)
 	return version, nil
 }
 
@@ -122,9 +149,10 @@ func (c *txnCoordinator) checkOwner(id string) error {
 	return c.b.checkCoordinator(id)
 }
 
-// complete writes the markers of a Prepare* transaction and stores its Complete* state. Called
-// with the id's lock held. It returns an error when some marker could not be written within its
-// attempts; the transaction then stays decided, for the checker to finish.
+// complete writes the markers of a Prepare* transaction (stored at version) and notes them written,
+// which completes it (see the package comment). Called with the id's lock held. It returns an error
+// when some marker could not be written within its attempts; the transaction then stays decided,
+// for the checker to finish.
 func (c *txnCoordinator) complete(m txn.Metadata, version uint64) error {
 	commit := m.State == txn.PrepareCommit
 	var err error
@@ -144,9 +172,7 @@ func (c *txnCoordinator) complete(m txn.Metadata, version uint64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.store(txn.Complete(m, time.Now().UnixMilli()), version); err != nil {
-		return err
-	}
+	c.markersDone.Store(m.TransactionalID, version)
 	if commit {
 		c.commits.Inc()
 	} else {
@@ -200,8 +226,17 @@ func (c *txnCoordinator) checkOnce(now time.Time) {
 
 // finishOrExpire runs with the id's lock held.
 func (c *txnCoordinator) finishOrExpire(id string, now time.Time) {
-	m, version := c.current(id)
+	m, version, _ := c.stored(id)
 	if m == nil {
+		return
+	}
+	if m.State.Preparing() && c.markersWritten(id, version) {
+		// Completed in memory; store it once the id has been idle for a check interval.
+		if now.UnixMilli()-m.UpdateMillis > c.config.CheckInterval.Milliseconds() {
+			if _, err := c.store(txn.Complete(*m, now.UnixMilli()), version); err != nil {
+				c.b.logger.Warn("transaction completion", "transactional_id", id, "err", err)
+			}
+		}
 		return
 	}
 	if m.Expired(now.UnixMilli()) {

@@ -6,13 +6,17 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -137,21 +141,29 @@ func TestTransactionsFranzCommitAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false)
-	open := false
+	open := int32(-1)
 	for p := range int32(2) {
 		if stable[p] > high[p] {
 			t.Fatalf("partition %d: last stable offset %d above the high watermark %d", p, stable[p], high[p])
 		}
-		open = open || stable[p] < high[p]
+		if stable[p] < high[p] {
+			open = p
+		}
 	}
-	if !open {
+	if open < 0 {
 		t.Fatalf("an open transaction left every last stable offset at the high watermark: %v %v", stable, high)
+	}
+	if start := openTxnStart(t, ctx, b, topic, open); start != stable[open] {
+		t.Fatalf("DescribeProducers: open transaction starts at %d, last stable offset %d", start, stable[open])
 	}
 	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
 	if stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false); !maps.Equal(stable, high) {
 		t.Fatalf("after the commit: last stable offsets %v, high watermarks %v", stable, high)
+	}
+	if start := openTxnStart(t, ctx, b, topic, open); start != -1 {
+		t.Fatalf("DescribeProducers after the commit: open transaction at %d", start)
 	}
 
 	produceEndMarks(t, ctx, b, topic, 2)
@@ -251,5 +263,124 @@ func TestTransactionsFranzTimeout(t *testing.T) {
 	produceEndMarks(t, ctx, b, topic, 1)
 	if committed := readAll(t, ctx, b, topic, 1, true); !slices.Equal(committed, []string{"after-0", "after-1"}) {
 		t.Fatalf("read_committed saw %q", committed)
+	}
+}
+
+// openTxnStart asks DescribeProducers for the first offset of the open transaction on a partition
+// (-1 when no producer has one).
+func openTxnStart(t *testing.T, ctx context.Context, b *Broker, topic string, partition int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, franzClient(t, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := int64(-1)
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 {
+			t.Fatalf("describe producers: error %d", p.ErrorCode)
+		}
+		for _, producer := range p.ActiveProducers {
+			if producer.CurrentTxnStartOffset >= 0 {
+				start = producer.CurrentTxnStartOffset
+			}
+		}
+	}
+	return start
+}
+
+// TestTransactionsCheckerFinishesDecided: a transaction whose commit was decided (PrepareCommit
+// stored) by a coordinator that then died, before any marker, is finished by the coordinator that
+// holds the id now: its markers are written and its records become visible.
+func TestTransactionsCheckerFinishesDecided(t *testing.T) {
+	const topic = "txn-decided"
+	b := startBroker(t, func(c *Config) { c.Transactions.CheckInterval = 20 * time.Millisecond })
+	dial(t, b).createTopic(topic, 2, nil)
+	ctx := groupTestContext(t)
+	producer := txnClient(t, b, "decided", kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "decided-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Decide the commit behind the producer's back, as EndTxn does before its markers.
+	unlock := b.txns.lock("decided")
+	current, version := b.txns.current("decided")
+	next, _, err := txn.End(current, "decided", current.ProducerID, current.ProducerEpoch, true, time.Now().UnixMilli())
+	if err == nil {
+		_, err = b.txns.store(next, version)
+	}
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false); maps.Equal(stable, high) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the decided transaction was not finished")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	produceEndMarks(t, ctx, b, topic, 2)
+	committed := readAll(t, ctx, b, topic, 2, true)
+	slices.Sort(committed)
+	if !slices.Equal(committed, []string{"decided-0", "decided-1", "decided-2", "decided-3"}) {
+		t.Fatalf("read_committed saw %q", committed)
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("the producer's own commit of the finished transaction: %v", err)
+	}
+}
+
+// TestTransactionsCheckpointOnCleanShutdown: a clean shutdown writes each partition's transaction
+// checkpoint at its log end, with the open transaction in it; after the restart the transaction
+// still holds the last stable offset, and aborting it releases it.
+func TestTransactionsCheckpointOnCleanShutdown(t *testing.T) {
+	const topic = "txn-checkpoint"
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	b := startBrokerWith(t, cfg)
+	dial(t, b).createTopic(topic, 1, nil)
+	ctx := groupTestContext(t)
+	producer := txnClient(t, b, "checkpointed")
+	produceTxn(t, ctx, producer, topic, "done", 3, true)
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	stableBefore := listEnds(t, ctx, b, topic, true)[0]
+	producer.Close()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "topics", topic+"-0", txnCheckpointFile))
+	if err != nil {
+		t.Fatalf("no checkpoint after a clean shutdown: %v", err)
+	}
+	var checkpoint txnCheckpoint
+	if err := json.Unmarshal(raw, &checkpoint); err != nil || checkpoint.Offset != 5 || len(checkpoint.Open) != 1 {
+		t.Fatalf("checkpoint %s (%v), want offset 5 (3 records, a marker, the open record) and one open transaction", raw, err)
+	}
+
+	cfg.Metrics = metrics.NewSet() // a Set takes each name once
+	b = startBrokerWith(t, cfg)
+	if stable := listEnds(t, ctx, b, topic, true)[0]; stable != stableBefore {
+		t.Fatalf("last stable offset %d after the restart, %d before", stable, stableBefore)
+	}
+	successor := txnClient(t, b, "checkpointed") // aborts the open transaction
+	produceTxn(t, ctx, successor, topic, "after", 1, true)
+	if stable, high := listEnds(t, ctx, b, topic, true), listEnds(t, ctx, b, topic, false); !maps.Equal(stable, high) {
+		t.Fatalf("after the successor: last stable offsets %v, high watermarks %v", stable, high)
 	}
 }

@@ -40,6 +40,10 @@ var clientMaxVersions = map[int16]int16{
 	19: 7,  // CreateTopics
 	20: 5,  // DeleteTopics (6 names topics by id or name; 5 is enough)
 	22: 4,  // InitProducerId
+	24: 3,  // AddPartitionsToTxn (4+ are the brokers' batched form)
+	25: 3,  // AddOffsetsToTxn
+	26: 3,  // EndTxn (5 is transaction.version 2's)
+	28: 3,  // TxnOffsetCommit (3 carries the member and generation)
 	32: 4,  // DescribeConfigs
 	44: 1,  // IncrementalAlterConfigs
 	76: 1,  // ShareGroupHeartbeat

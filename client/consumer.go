@@ -450,7 +450,11 @@ func (c *Consumer) fetchFrom(leader int32, targets []fetchTarget) {
 			refresh = refresh || kafkaErr.Retriable
 			continue
 		}
-		records, nextOffset, decodeErr := decodeBatches(p.RecordBatches, tp, t.offset, c.decoder)
+		var aborted *abortedFilter
+		if c.cfg.readCommitted {
+			aborted = newAbortedFilter(p.AbortedTransactions)
+		}
+		records, nextOffset, decodeErr := decodeBatches(p.RecordBatches, tp, t.offset, c.decoder, aborted)
 		out.fetch.Records, out.next, out.fetch.Err = records, nextOffset, decodeErr
 		out.fetch.bytes = int64(len(p.RecordBatches))
 	}

@@ -87,8 +87,9 @@ func decodeSnappy(data []byte) ([]byte, error) {
 // decodeBatches decodes the records at offsets >= from in the fetched bytes of one partition and
 // returns them with the offset to fetch next. Kafka may end the bytes with a partial batch; it is
 // dropped and fetched again next time. Control batches (transaction markers) yield no records but
-// advance the position.
-func decodeBatches(data []byte, tp TopicPartition, from int64, d *decompressor) (records []*Record, next int64, err error) {
+// advance the position. aborted (read_committed only, nil otherwise) drops the batches of aborted
+// transactions (decode_txn.go).
+func decodeBatches(data []byte, tp TopicPartition, from int64, d *decompressor, aborted *abortedFilter) (records []*Record, next int64, err error) {
 	next = from
 	for len(data) >= batch.LengthPrefix {
 		size := batch.SizeAt(data)
@@ -107,7 +108,7 @@ func decodeBatches(data []byte, tp TopicPartition, from int64, d *decompressor) 
 		if h.NextOffset() <= from {
 			continue
 		}
-		if h.IsControl() {
+		if aborted.skip(h, raw) || h.IsControl() {
 			next = h.NextOffset()
 			continue
 		}

@@ -62,6 +62,15 @@
 // assign_*.go) over the standard ConsumerProtocol bytes (group_protocol.go), so members of other
 // clients can share the group. A second goroutine commits every WithAutoCommitInterval.
 //
+// # Transactions
+//
+// A Producer made WithTransactionalID writes transactions (txn_producer.go): BeginTransaction,
+// Produce, SendOffsets (a group's input offsets, committed with the output), CommitTransaction or
+// AbortTransaction. Consumers WithReadCommitted read only committed records: the broker stops them
+// at the last stable offset and lists the aborted transactions, whose batches the decoder drops
+// (decode_txn.go). A second producer with the same transactional id fences the first
+// (ErrProducerFenced). ExampleProducer_transaction is a consume-transform-produce loop.
+//
 // # Errors
 //
 // Broker error codes come back as *KafkaError (errors.As), which also unwraps to the
@@ -70,8 +79,8 @@
 //
 // # Locks
 //
-// Producer: closeGate (shared, across Produce) before producerTopic.sticky before
-// producerPartition.mu. Close closes the closing channel before it takes closeGate, so a Produce
+// Producer: closeGate (shared, across Produce) before txnState.mu (held across transaction
+// coordinator round trips) before producerTopic.sticky before producerPartition.mu. Close closes the closing channel before it takes closeGate, so a Produce
 // waiting for buffer room (which watches that channel) lets it in. Consumer.mu, bufferAccount.mu,
 // Producer.inFlight and metadataCache.mu are leaves. GroupConsumer: commitMu (held across an
 // OffsetCommit round trip, never while a callback runs) before GroupConsumer.mu before

@@ -28,6 +28,12 @@ var (
 	ErrNotAssigned = errors.New("client: partition not assigned")
 	// ErrNotMember: a group commit was asked for before the member joined (or after it left).
 	ErrNotMember = errors.New("client: not a group member")
+	// ErrProducerFenced: a newer producer with the same transactional id took over (or the
+	// coordinator fenced this one); the producer can do nothing more and must be closed.
+	ErrProducerFenced = errors.New("client: producer fenced")
+	// ErrNoTransaction: a transactional producer was asked to produce or end outside a
+	// transaction, or to begin one while one is open.
+	ErrNoTransaction = errors.New("client: no transaction open")
 	// ErrMalformed: the broker sent bytes this client cannot decode (a corrupt or unknown batch).
 	ErrMalformed = errors.New("client: malformed response")
 )

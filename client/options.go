@@ -114,6 +114,8 @@ type producerConfig struct {
 	deliveryTimeout      time.Duration
 	ackTimeout           time.Duration
 	idempotence          Idempotence
+	transactionalID      string        // txn_producer.go; "" without transactions
+	transactionTimeout   time.Duration // transaction.timeout.ms
 }
 
 func defaultProducerConfig() producerConfig {
@@ -131,6 +133,7 @@ func defaultProducerConfig() producerConfig {
 		deliveryTimeout:      2 * time.Minute,
 		ackTimeout:           30 * time.Second,
 		idempotence:          IdempotenceAuto,
+		transactionTimeout:   time.Minute,
 	}
 }
 
@@ -197,6 +200,20 @@ func WithDeliveryTimeout(d time.Duration) ProducerOption {
 // Default: 30 s.
 func WithAckTimeout(d time.Duration) ProducerOption {
 	return func(c *producerConfig) { c.ackTimeout = d }
+}
+
+// WithTransactionalID makes the producer transactional (txn_producer.go): records are produced
+// between BeginTransaction and CommitTransaction or AbortTransaction, and read_committed
+// consumers see them only once committed. It implies acks=all and idempotence. A new producer with
+// the same id fences the previous one (ErrProducerFenced).
+func WithTransactionalID(id string) ProducerOption {
+	return func(c *producerConfig) { c.transactionalID = id }
+}
+
+// WithTransactionTimeout sets transaction.timeout.ms: the coordinator aborts a transaction open
+// longer. Default: 60 s.
+func WithTransactionTimeout(d time.Duration) ProducerOption {
+	return func(c *producerConfig) { c.transactionTimeout = d }
 }
 
 // WithIdempotence chooses whether to use a producer id. Default: IdempotenceAuto.

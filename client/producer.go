@@ -45,6 +45,8 @@ type Producer struct {
 	// producerID and producerEpoch are -1 without idempotence. Written by NewProducer only.
 	producerID    int64
 	producerEpoch int16
+	// txn is the transaction state of a transactional producer (txn_producer.go), nil otherwise.
+	txn *txnState
 }
 
 // NewProducer returns a producer sending through c. With IdempotenceAuto or IdempotenceRequired it
@@ -91,7 +93,14 @@ func NewProducer(ctx context.Context, c *Client, opts ...ProducerOption) (*Produ
 		}
 		p.encoder = encoder
 	}
-	if cfg.idempotence != IdempotenceOff && cfg.acks == AcksAll {
+	if cfg.transactionalID != "" {
+		if cfg.acks != AcksAll || cfg.idempotence == IdempotenceOff {
+			return nil, errors.New("client: a transactional producer needs acks=all and idempotence")
+		}
+		if err := p.initTransactions(ctx); err != nil {
+			return nil, err
+		}
+	} else if cfg.idempotence != IdempotenceOff && cfg.acks == AcksAll {
 		if err := p.initProducerID(ctx); err != nil {
 			return nil, err
 		}
@@ -157,6 +166,11 @@ func (p *Producer) Produce(ctx context.Context, r *Record, callback func(*Record
 	topic, err := p.topicFor(ctx, r.Topic)
 	if err != nil {
 		return err
+	}
+	if p.txn != nil {
+		if err := p.addToTransaction(ctx, topic); err != nil {
+			return err
+		}
 	}
 	now := time.Now() // one clock read per record: it is a measurable share of Produce
 	if r.Timestamp.IsZero() {

@@ -162,6 +162,9 @@ func (p *Producer) releaseInFlight(leader int32) {
 // that must be dialled first is dialled on its own goroutine so the sender loop never waits on it.
 func (p *Producer) dispatch(request *produceRequest) {
 	req := kmsg.NewPtrProduceRequest()
+	if p.txn != nil {
+		req.TransactionID = &p.cfg.transactionalID
+	}
 	req.Acks = int16(p.cfg.acks)
 	req.TimeoutMillis = int32(p.cfg.ackTimeout / time.Millisecond)
 	topicIndex := map[string]int{}
@@ -207,11 +210,14 @@ func (p *Producer) dispatch(request *produceRequest) {
 func (p *Producer) encodeBatch(b *recordBatch) []byte {
 	wire := b.encoded
 	attributes := uint16(0)
+	if p.txn != nil {
+		attributes |= batch.AttributeTransactional
+	}
 	if p.encoder != nil {
 		compressed := make([]byte, batch.HeaderSize, batch.HeaderSize+len(b.encoded)/2)
 		compressed = p.encoder.EncodeAll(b.encoded[batch.HeaderSize:], compressed)
 		wire = compressed
-		attributes = uint16(p.cfg.compression)
+		attributes |= uint16(p.cfg.compression)
 	}
 	count := uint32(len(b.records))
 	binary.BigEndian.PutUint64(wire[0:], 0)                                    // base offset: the broker assigns
@@ -352,6 +358,9 @@ func (p *Producer) finish(b *recordBatch, baseOffset int64, err error) {
 func (p *Producer) report(b *recordBatch, baseOffset int64, err error) bool {
 	if !b.finished.CompareAndSwap(false, true) {
 		return false
+	}
+	if err != nil && p.txn != nil {
+		p.txn.noteFailure(err)
 	}
 	for i := range b.records {
 		record := b.records[i].record

@@ -443,7 +443,7 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, leader int32, partitions 
 			if len(p.AcquiredRecords) == 0 || name == "" {
 				continue
 			}
-			decoded, _, err := decodeBatches(p.Records, tp, 0, s.decomp)
+			decoded, _, err := decodeBatches(p.Records, tp, 0, s.decomp, nil)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}

@@ -234,7 +234,16 @@ func (c *registerBrokerCommand) apply(state *Metadata) (*Metadata, applyResult) 
 	if found && existing == broker {
 		return nil, applyResult{}
 	}
-	return state.withBroker(broker), applyResult{}
+	next := state.withBroker(broker)
+	if found && existing.Incarnation != broker.Incarnation {
+		// A restarted process: fence it (moving its leaderships at new epochs) until it heartbeats.
+		if fenced, result := (&fenceBrokerCommand{NodeID: broker.NodeID}).apply(next); result.err != nil {
+			return nil, result
+		} else if fenced != nil {
+			next = fenced
+		}
+	}
+	return next, applyResult{}
 }
 
 // createTopicCommand creates a fully placed topic.

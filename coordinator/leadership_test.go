@@ -220,3 +220,49 @@ func TestClusterFencingSurvivesControllerChange(t *testing.T) {
 		return len(m.LiveBrokerIDs()) == 4
 	})
 }
+
+// TestRestartedBrokerIsFencedAsItRegisters: a broker registering with a new incarnation (its process
+// restarted, perhaps with a shorter log) loses its leaderships at new epochs and its ISR places, so
+// it never leads again at an epoch it led before; re-registering the same incarnation changes
+// nothing.
+func TestRestartedBrokerIsFencedAsItRegisters(t *testing.T) {
+	state := emptyMetadata()
+	apply := func(c command) {
+		t.Helper()
+		next, result := c.apply(state)
+		if result.err != nil {
+			t.Fatal(result.err)
+		}
+		if next != nil {
+			state = next
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		apply(&registerBrokerCommand{Broker: Broker{NodeID: id, Host: "h", Port: 9090 + id, Incarnation: "first"}})
+	}
+	apply(&createTopicCommand{Topic: &Topic{Name: "t", ID: newTopicID(), Partitions: []Partition{
+		{Index: 0, Leader: 1, LeaderEpoch: 22, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}},
+		{Index: 1, Leader: 1, LeaderEpoch: 3, Replicas: []int32{1}, ISR: []int32{1}},
+	}}})
+	before := state
+	apply(&registerBrokerCommand{Broker: Broker{NodeID: 1, Host: "h", Port: 9091, Incarnation: "first"}})
+	if state != before {
+		t.Fatal("re-registering the same incarnation changed the metadata")
+	}
+	apply(&registerBrokerCommand{Broker: Broker{NodeID: 1, Host: "h", Port: 9091, Incarnation: "second"}})
+	if b := state.Brokers[1]; !b.Fenced || b.Incarnation != "second" {
+		t.Fatalf("restarted broker registered as %+v, want fenced with the new incarnation", b)
+	}
+	p := state.Topics["t"].Partitions[0]
+	if p.Leader == 1 || p.LeaderEpoch != 23 || slices.Contains(p.ISR, 1) {
+		t.Fatalf("partition led by the restarted broker: %+v, want another leader at epoch 23 and node 1 out of the ISR", p)
+	}
+	alone := state.Topics["t"].Partitions[1]
+	if alone.Leader != -1 || alone.LeaderEpoch != 4 {
+		t.Fatalf("partition with the restarted broker as its only replica: %+v, want offline at epoch 4", alone)
+	}
+	apply(&unfenceBrokerCommand{NodeID: 1})
+	if revived := state.Topics["t"].Partitions[1]; revived.Leader != 1 || revived.LeaderEpoch != 5 {
+		t.Fatalf("after its heartbeat: %+v, want node 1 leading at epoch 5", revived)
+	}
+}

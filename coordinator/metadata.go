@@ -14,6 +14,11 @@ type Broker struct {
 	// Fenced brokers missed their session (or shut down): they lead nothing and are in no ISR
 	// that has another member, and Metadata answers leave them out.
 	Fenced bool `json:"fenced,omitempty"`
+	// Incarnation identifies one run of the broker's process (a random value chosen at start).
+	// A registration with a new incarnation means the process restarted, perhaps with less of its
+	// log than it had (a torn or lost tail): it is fenced as it registers, so that it never leads
+	// again at an epoch it led before, and unfenced by its next heartbeat.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Partition is one partition's placement.

@@ -80,6 +80,13 @@ func (c *Coordinator) runSession(nodeID int32, stop, done chan struct{}) {
 	}
 }
 
+// Heartbeat renews nodeID's session once, now, unfencing it if it was fenced (a broker calls it
+// right after registering a new incarnation, so that it leads again before it says it serves).
+func (c *Coordinator) Heartbeat(ctx context.Context, nodeID int32) error {
+	_, err := callController(c, ctx, opHeartbeat, nodeID, c.heartbeat)
+	return err
+}
+
 // heartbeat runs on the controller: it renews nodeID's session and unfences it if it was fenced.
 func (c *Coordinator) heartbeat(ctx context.Context, nodeID int32) (struct{}, error) {
 	if err := c.checkLeader(ctx); err != nil {

@@ -594,7 +594,11 @@ func TestTransitionTableRefusesOthers(t *testing.T) {
 func TestRandomOperations(t *testing.T) {
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		g := New("g", testConfig())
+		config := testConfig()
+		if seed%2 == 1 {
+			config.EmptyRetention = 15 * time.Second // emptied groups are kept, then expire
+		}
+		g := New("g", config)
 		now := t0
 		parkedJoins, parkedSyncs := map[string]bool{}, map[string]bool{}
 		deliver := func(out Outcome) {
@@ -667,6 +671,9 @@ func TestRandomOperations(t *testing.T) {
 			case 6:
 				now = now.Add(time.Duration(rng.IntN(12000)) * time.Millisecond)
 				deliver(g.Tick(now))
+				if g.state == Empty && !g.emptyUntil.IsZero() && !now.Before(g.emptyUntil) {
+					t.Fatalf("seed %d step %d: Empty past its retention (%v) after a tick at %v", seed, step, g.emptyUntil, now)
+				}
 			}
 			checkInvariants(t, g)
 			for id := range parkedJoins {

@@ -143,8 +143,14 @@ func TestMaxConnectionsClosesTheExcess(t *testing.T) {
 func TestBrokenListenerMarksServerFailed(t *testing.T) {
 	server := startServer(t, testConfig(t), echoHandler())
 	client := dial(t, server)
+	checkEcho(t, client, "accepted") // out of the backlog before the listener breaks
 	if server.Failed() != nil {
 		t.Fatalf("fresh server failed: %v", server.Failed())
+	}
+	// A round trip first: a connection still in the accept backlog would be reset by the shutdown.
+	client.send([]byte("accepted"))
+	if got := string(client.mustReadFrame()); got != "accepted" {
+		t.Fatalf("echo = %q", got)
 	}
 	// Shut the listening socket down underneath the accept loop (as a kernel or operator fault
 	// would): accept now fails with EINVAL on every call.

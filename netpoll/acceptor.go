@@ -194,8 +194,8 @@ func (a *acceptor) shed() int {
 func (a *acceptor) register(conn *net.TCPConn) bool {
 	s := a.server
 	if limit := s.config.MaxConnections; limit > 0 && s.openConnections.Load() >= int64(limit) {
+		s.metrics.evicted(evictMaxConnections).Inc() // counted before the client can see it
 		_ = conn.Close()
-		s.metrics.evicted(evictMaxConnections).Inc()
 		s.acceptLog.Warn("netpoll: closing new connection: max connections reached",
 			"remote", conn.RemoteAddr(), "maxConnections", limit)
 		return true

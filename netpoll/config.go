@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 )
@@ -42,6 +43,25 @@ type Config struct {
 	// slow reader costs at most about this much memory plus the byte chunks the handler holds.
 	MaxBufferedOutboundBytes int
 
+	// MaxBufferedInputBytes bounds, across all connections, the bytes received and not yet
+	// handed to the Handler: partially received frames and frames withheld by backpressure.
+	// Past it the connection holding the most is closed. Must be at least MaxFrameBytes+4.
+	MaxBufferedInputBytes int64
+
+	// MaxBufferedOutputBytes bounds, across all connections, the response bytes answered and
+	// not yet taken by the kernel: byte chunks of responses waiting to be written plus
+	// connections' outbound buffers (file chunks cost nothing until copied). Past it the
+	// connection holding the most is closed. Must be at least MaxBufferedOutboundBytes.
+	MaxBufferedOutputBytes int64
+
+	// ConnectionsMaxIdle closes a connection with nothing received, in flight or queued for this
+	// long (Kafka's connections.max.idle.ms). 0 disables.
+	ConnectionsMaxIdle time.Duration
+
+	// RequestReceiveTimeout closes a connection whose current frame has been partially received
+	// for this long (a client trickling bytes holds buffers). 0 disables.
+	RequestReceiveTimeout time.Duration
+
 	// MaxConnections bounds the open client connections; a connection accepted past it is
 	// closed at once. 0 means no bound (the descriptor limit still applies).
 	MaxConnections int
@@ -65,6 +85,10 @@ func DefaultConfig() Config {
 		MaxInFlightBytes:         64 << 20,
 		MaxServerInFlightBytes:   512 << 20,
 		MaxBufferedOutboundBytes: 4 << 20,
+		MaxBufferedInputBytes:    512 << 20,
+		MaxBufferedOutputBytes:   256 << 20,
+		ConnectionsMaxIdle:       10 * time.Minute,
+		RequestReceiveTimeout:    time.Minute,
 		Logger:                   slog.Default(),
 	}
 }
@@ -96,6 +120,16 @@ func (c Config) Validate() error {
 			c.MaxServerInFlightBytes, c.MaxFrameBytes)
 	case c.MaxBufferedOutboundBytes <= 0:
 		return invalid("max buffered outbound bytes %d must be positive", c.MaxBufferedOutboundBytes)
+	case c.MaxBufferedInputBytes < int64(c.MaxFrameBytes)+frameHeaderBytes:
+		return invalid("max buffered input bytes %d is below one maximal frame (%d bytes)",
+			c.MaxBufferedInputBytes, int64(c.MaxFrameBytes)+frameHeaderBytes)
+	case c.MaxBufferedOutputBytes < int64(c.MaxBufferedOutboundBytes):
+		return invalid("max buffered output bytes %d is below max buffered outbound bytes %d",
+			c.MaxBufferedOutputBytes, c.MaxBufferedOutboundBytes)
+	case c.ConnectionsMaxIdle < 0:
+		return invalid("connections max idle %v is negative", c.ConnectionsMaxIdle)
+	case c.RequestReceiveTimeout < 0:
+		return invalid("request receive timeout %v is negative", c.RequestReceiveTimeout)
 	}
 	return nil
 }

@@ -34,6 +34,22 @@ type Conn struct {
 	// closeRequested is set by Close: stop decoding, close once answered.
 	closeRequested atomic.Bool
 
+	// What the connection holds, for the server-wide bounds and timeouts (see bounds.go).
+	// Written on the event loop (outputHeld also by Send), read by any goroutine.
+	inputHeld     atomic.Int64 // bytes in gnet's inbound buffer after the last pass
+	outputHeld    atomic.Int64 // answered, unwritten response bytes plus outbound buffer
+	inFlightCount atomic.Int64 // mirror of loop.inFlightRequests
+	lastActive    atomic.Int64 // unix nanoseconds of the last byte in or response retired
+	partialSince  atomic.Int64 // unix nanoseconds since the first buffered frame is incomplete; 0: none
+	// evictReason is set once when the server decides to close the connection at once.
+	evictReason atomic.Pointer[evictReason]
+	// evictMark is what evictLocked counted as being freed, and gone is set once the
+	// connection's bytes are released; guarded by Server.mu.
+	evictMark struct {
+		input, output int64
+		gone          bool
+	}
+
 	// loop is touched only on the connection's event loop.
 	loop connLoopState
 }
@@ -68,6 +84,16 @@ type connLoopState struct {
 
 	lastInboundBuffered int  // InboundBuffered at the end of the previous pass
 	watcherRegistered   bool // the socket is in the writability watcher's epoll set
+
+	// assembling is the large frame being moved out of gnet's buffer (see decode), of which
+	// assembled bytes have arrived; nil when none.
+	assembling []byte
+	assembled  int
+
+	accountedInput    int    // inbound bytes published in inputHeld and Server.bufferedInput
+	accountedOutbound int    // outbound-buffer bytes published in outputHeld and bufferedOutput
+	partialSequence   uint64 // nextSequence when partialSince was set: identifies the frame
+	evictionCounted   bool   // the eviction was logged and counted
 }
 
 // ID is unique among the server's connections for the server's lifetime.
@@ -114,10 +140,14 @@ func (c *Conn) process() gnet.Action {
 	}
 	if buffered := c.gnetConn.InboundBuffered(); buffered > state.lastInboundBuffered {
 		c.server.metrics.bytesIn.Add(buffered - state.lastInboundBuffered)
+		c.touch()
 	}
 	// While the pass runs, completions (including inline Sends from Serve) need no Wake.
 	c.wakePending.Store(true)
 	for {
+		if action, evicted := c.evicted(); evicted {
+			return action
+		}
 		progressed, action := c.step()
 		if action != gnet.None || state.closed {
 			return action
@@ -146,13 +176,21 @@ func (c *Conn) process() gnet.Action {
 		}
 	}
 	buffered := c.gnetConn.InboundBuffered()
-	if limit := c.server.config.maxBufferedInboundBytes(); buffered > limit {
+	if limit := c.server.config.maxBufferedInboundBytes(); buffered+len(state.assembling) > limit {
 		c.server.overflowLog.Warn("netpoll: closing connection whose unread input exceeds the limit",
-			"remote", c.remoteAddr, "bufferedBytes", buffered, "limitBytes", limit)
+			"remote", c.remoteAddr, "bufferedBytes", buffered+len(state.assembling), "limitBytes", limit)
 		return gnet.Close
 	}
 	state.lastInboundBuffered = buffered
-	return gnet.None
+	if action := c.accountInput(ringFootprint(buffered) + len(state.assembling)); action != gnet.None {
+		return action
+	}
+	// An eviction marked after the loop's last look found wakePending still set and sent no
+	// Wake: catch it here (the flag was cleared before this check).
+	if action, evicted := c.evicted(); evicted {
+		return action
+	}
+	return c.accountOutbound()
 }
 
 // draining reports whether the connection must stop decoding and close once answered.
@@ -174,45 +212,91 @@ func (c *Conn) step() (progressed bool, action gnet.Action) {
 	return admitted || c.loop.retiredCount != retiredBefore, gnet.None
 }
 
+// Large frames are moved out of gnet's inbound ring buffer while they arrive: the ring doubles
+// its capacity as it fills (each old copy left as garbage), so a partial 99 MiB frame would cost
+// two to three times its size. Once a frame of at least assembleMinFrameBytes has
+// assembleStartBytes buffered, a buffer of its exact size is allocated (and counted whole
+// against the server-wide input bound, so only while that leaves room) and filled as bytes
+// arrive.
+const (
+	assembleMinFrameBytes = 1 << 20
+	assembleStartBytes    = 256 << 10
+)
+
 // decode hands every complete, admitted frame in the inbound buffer to the handler.
 func (c *Conn) decode() (admitted bool, action gnet.Action) {
 	state := &c.loop
 	config := &c.server.config
 	for !state.closed && !c.draining() {
-		buffered := c.gnetConn.InboundBuffered()
-		if buffered < frameHeaderBytes {
-			return admitted, gnet.None
+		if state.assembling == nil {
+			buffered := c.gnetConn.InboundBuffered()
+			if buffered < frameHeaderBytes {
+				return admitted, gnet.None
+			}
+			header, err := c.gnetConn.Peek(frameHeaderBytes)
+			if err != nil {
+				return admitted, gnet.None
+			}
+			size := int64(int32(binary.BigEndian.Uint32(header)))
+			if size < 0 || size > int64(config.MaxFrameBytes) {
+				c.server.metrics.framesRejected.Inc()
+				c.server.badInputLog.Warn("netpoll: closing connection that sent a frame size out of range",
+					"remote", c.remoteAddr, "frameBytes", size, "maxFrameBytes", config.MaxFrameBytes)
+				return admitted, gnet.Close
+			}
+			frameBytes := int(size)
+			if buffered >= frameHeaderBytes+frameBytes {
+				if !c.admit(frameBytes) {
+					return admitted, gnet.None // backpressure: leave the frame in gnet's buffer
+				}
+				_, _ = c.gnetConn.Discard(frameHeaderBytes)
+				frame := make([]byte, frameBytes)
+				if n, _ := c.gnetConn.Read(frame); n != frameBytes {
+					panic("netpoll: inbound buffer held fewer bytes than InboundBuffered reported")
+				}
+				c.serve(frame)
+				admitted = true
+				continue
+			}
+			if frameBytes < assembleMinFrameBytes || buffered-frameHeaderBytes < assembleStartBytes {
+				return admitted, gnet.None // truncated: wait for the rest
+			}
+			if !c.reserveInput(buffered - frameHeaderBytes + frameBytes) {
+				// No room under the input bound: make room by evicting a bigger holder, or
+				// close this connection (the newest frame) when nobody holds more.
+				if action, evicted := c.makeRoomForFrame(int64(frameBytes)); evicted {
+					return admitted, action
+				}
+				return admitted, gnet.None
+			}
+			_, _ = c.gnetConn.Discard(frameHeaderBytes)
+			state.assembling, state.assembled = make([]byte, frameBytes), 0
 		}
-		header, err := c.gnetConn.Peek(frameHeaderBytes)
-		if err != nil {
-			return admitted, gnet.None
+		if state.assembled < len(state.assembling) {
+			n, _ := c.gnetConn.Read(state.assembling[state.assembled:])
+			state.assembled += n
+			if state.assembled < len(state.assembling) {
+				return admitted, gnet.None // the rest has not arrived
+			}
 		}
-		size := int64(int32(binary.BigEndian.Uint32(header)))
-		if size < 0 || size > int64(config.MaxFrameBytes) {
-			c.server.metrics.framesRejected.Inc()
-			c.server.badInputLog.Warn("netpoll: closing connection that sent a frame size out of range",
-				"remote", c.remoteAddr, "frameBytes", size, "maxFrameBytes", config.MaxFrameBytes)
-			return admitted, gnet.Close
+		if !c.admit(len(state.assembling)) {
+			return admitted, gnet.None // backpressure: the assembled frame waits
 		}
-		frameBytes := int(size)
-		if buffered < frameHeaderBytes+frameBytes {
-			return admitted, gnet.None // truncated: wait for the rest
-		}
-		if !c.admit(frameBytes) {
-			return admitted, gnet.None // backpressure: leave the frame in gnet's buffer
-		}
-		_, _ = c.gnetConn.Discard(frameHeaderBytes)
-		frame := make([]byte, frameBytes)
-		if n, _ := c.gnetConn.Read(frame); n != frameBytes {
-			panic("netpoll: inbound buffer held fewer bytes than InboundBuffered reported")
-		}
-		responder := &Responder{conn: c, sequence: state.nextSequence, frameBytes: frameBytes}
-		state.nextSequence++
-		state.queue.pushBack(responder)
+		frame := state.assembling
+		state.assembling, state.assembled = nil, 0
+		c.serve(frame)
 		admitted = true
-		c.server.handler.Serve(c, frame, responder)
 	}
 	return admitted, gnet.None
+}
+
+// serve hands an admitted frame to the handler with the next responder in request order.
+func (c *Conn) serve(frame []byte) {
+	state := &c.loop
+	responder := &Responder{conn: c, sequence: state.nextSequence, frameBytes: len(frame)}
+	state.nextSequence++
+	state.queue.pushBack(responder)
+	c.server.handler.Serve(c, frame, responder)
 }
 
 // admit reserves in-flight budget for a frame of frameBytes, or reports that it must wait.
@@ -225,10 +309,16 @@ func (c *Conn) admit(frameBytes int) bool {
 	if state.inFlightBytes > 0 && state.inFlightBytes+frameBytes > config.MaxInFlightBytes {
 		return false
 	}
+	// A client that does not read its responses gets no new ones built: its requests wait in
+	// the inbound buffer (where the server-wide input bound applies).
+	if state.inFlightRequests > 0 && c.outputHeld.Load() >= int64(config.MaxBufferedOutboundBytes) {
+		return false
+	}
 	if !c.server.reserveBudget(c, frameBytes) {
 		return false
 	}
 	state.inFlightRequests++
+	c.inFlightCount.Add(1)
 	state.inFlightBytes += frameBytes
 	return true
 }
@@ -242,12 +332,18 @@ func (c *Conn) retire(responder *Responder, err error) {
 	state.retireSequence++
 	state.retiredCount++
 	state.inFlightRequests--
+	c.inFlightCount.Add(-1)
 	state.inFlightBytes -= responder.frameBytes
 	c.server.releaseBudget(responder.frameBytes)
+	c.touch()
 	if err != nil {
-		responder.abandon() // may race a late Send, so leave its fields alone
+		// may race a late Send, so leave its fields alone
+		if previous := responder.abandon(); previous == responderReady {
+			c.holdOutput(-responder.heldBytes)
+		}
 		return
 	}
+	c.holdOutput(-responder.heldBytes)
 	if responder.done != nil {
 		responder.done(nil)
 	}
@@ -278,6 +374,8 @@ func (c *Conn) closed() {
 	}
 	clear(state.iov)
 	state.iov = state.iov[:0]
+	state.assembling, state.assembled = nil, 0
+	c.releaseAccounts()
 }
 
 // responderQueue is a FIFO ring of responders. Its length is bounded by MaxInFlightRequests.

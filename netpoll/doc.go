@@ -46,6 +46,13 @@
 //     2*MaxInFlightBytes+MaxFrameBytes is closed. Outbound, netpoll stops queueing response
 //     bytes once about MaxBufferedOutboundBytes sit in the connection's outbound buffer and
 //     resumes when the socket drains.
+//   - Server-wide memory bounds (bounds.go): bytes received and not yet handed to the handler
+//     (partial frames, frames withheld by backpressure) stay under about
+//     MaxBufferedInputBytes, and answered response bytes not yet taken by the kernel under
+//     about MaxBufferedOutputBytes: past a bound the connection holding the most is closed.
+//     A connection holding MaxBufferedOutboundBytes of unwritten output gets no new requests
+//     decoded. Connections idle for ConnectionsMaxIdle, or with a frame partially received for
+//     RequestReceiveTimeout, are closed (gnet's ticker checks).
 //   - Bad input never panics and never affects other connections: it closes its own.
 //   - No package-level state: any number of Servers can run in one process.
 //

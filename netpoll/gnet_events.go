@@ -71,6 +71,7 @@ func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
 			c.localAddr = address
 		}
 	}
+	c.touch() // before the ticker can see it
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()

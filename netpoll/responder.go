@@ -69,6 +69,9 @@ type Responder struct {
 	done    func(error)
 	invalid error // response the loop must refuse to write (bad chunk, too large)
 	header  [frameHeaderBytes]byte
+	// heldBytes is the memory the response holds until written (header and byte chunks),
+	// counted in the connection's outputHeld from Send to retirement.
+	heldBytes int64
 }
 
 // Send queues the response made of chunks. It is safe from any goroutine and does not block.
@@ -88,7 +91,11 @@ func (r *Responder) SendThen(done func(error), chunks ...Chunk) {
 		panic("netpoll: Responder answered twice (exactly one Send or Skip per request)")
 	}
 	var total int64
+	held := int64(frameHeaderBytes)
 	for i, chunk := range chunks {
+		if chunk.File == nil {
+			held += int64(len(chunk.Bytes))
+		}
 		if chunk.File != nil && (chunk.FileOffset < 0 || chunk.FileLength < 0) {
 			r.invalid = fmt.Errorf("netpoll: response chunk %d has file range offset %d length %d",
 				i, chunk.FileOffset, chunk.FileLength)
@@ -101,10 +108,13 @@ func (r *Responder) SendThen(done func(error), chunks ...Chunk) {
 	binary.BigEndian.PutUint32(r.header[:], uint32(total))
 	r.chunks = chunks
 	r.done = done
+	r.heldBytes = held
+	r.conn.holdOutput(held) // before the response is visible to the loop, which releases it
 	if r.state.CompareAndSwap(uint32(responderPending), uint32(responderReady)) {
 		r.conn.scheduleWake()
 		return
 	}
+	r.conn.holdOutput(-held)
 	// The connection closed first: nobody will write this response.
 	if done != nil {
 		done(ErrConnectionClosed)
@@ -123,10 +133,11 @@ func (r *Responder) Skip() {
 }
 
 // abandon marks the responder dead because its connection closed and runs its done callback
-// if the response had already been sent. Event loop only.
-func (r *Responder) abandon() {
+// if the response had already been sent. It returns the state before. Event loop only.
+func (r *Responder) abandon() responderState {
 	previous := responderState(r.state.Swap(uint32(responderAbandoned)))
 	if previous == responderReady && r.done != nil {
 		r.done(ErrConnectionClosed)
 	}
+	return previous
 }

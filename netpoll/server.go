@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/panjf2000/gnet/v2"
@@ -64,6 +63,16 @@ type Server struct {
 	// inFlightBytes is the server-wide frame bytes admitted and not yet retired.
 	// Invariant: 0 <= inFlightBytes <= config.MaxServerInFlightBytes.
 	inFlightBytes atomic.Int64
+	// bufferedInput and bufferedOutput are the sums of the connections' inputHeld and
+	// outputHeld; evictingInput and evictingOutput the part held by connections marked for
+	// eviction and not yet closed (see bounds.go).
+	bufferedInput  atomic.Int64
+	bufferedOutput atomic.Int64
+	evictingInput  atomic.Int64
+	evictingOutput atomic.Int64
+	// peakBufferedInput and peakBufferedOutput are the high-water marks of the two sums.
+	peakBufferedInput  atomic.Int64
+	peakBufferedOutput atomic.Int64
 	// starvedCount mirrors len(mu.starved) so releases skip the lock when nobody waits.
 	starvedCount atomic.Int64
 
@@ -112,6 +121,10 @@ type evictReason string
 const (
 	evictMaxConnections  evictReason = "max_connections" // accepted past MaxConnections
 	evictFileDescriptors evictReason = "fd_exhausted"    // shed while descriptors ran out
+	evictInputBytes      evictReason = "input_bytes"     // biggest holder past MaxBufferedInputBytes
+	evictOutputBytes     evictReason = "output_bytes"    // biggest holder past MaxBufferedOutputBytes
+	evictIdle            evictReason = "idle"            // idle past ConnectionsMaxIdle
+	evictRequestTimeout  evictReason = "request_timeout" // partial frame older than RequestReceiveTimeout
 )
 
 func (m serverMetrics) evicted(reason evictReason) *metrics.Counter {
@@ -127,7 +140,9 @@ func newServerMetrics(set *metrics.Set) serverMetrics {
 		set = metrics.NewSet() // private and never written out
 	}
 	evictions := make(map[evictReason]*metrics.Counter)
-	for _, reason := range []evictReason{evictMaxConnections, evictFileDescriptors} {
+	for _, reason := range []evictReason{
+		evictMaxConnections, evictFileDescriptors, evictInputBytes, evictOutputBytes, evictIdle, evictRequestTimeout,
+	} {
 		evictions[reason] = set.GetOrCreateCounter(`sluice_net_connections_evicted_total{reason="` + string(reason) + `"}`)
 	}
 	return serverMetrics{
@@ -229,11 +244,6 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	return s, nil
 }
 
-// tick runs on gnet's ticker goroutine and returns when to run again.
-func (s *Server) tick() time.Duration {
-	return time.Second
-}
-
 // watchEngine marks the server failed if the event loops stop while it is not closing.
 func (s *Server) watchEngine() {
 	<-s.runDone
@@ -274,6 +284,16 @@ func (s *Server) SendfileBytes() uint64 { return s.sendfileBytes.Load() }
 // CopiedFileBytes is the number of file-chunk bytes this server read into memory and queued,
 // because the socket was full or output was already queued.
 func (s *Server) CopiedFileBytes() uint64 { return s.copiedFileBytes.Load() }
+
+// BufferedInputBytes is the bytes received on all connections and not yet handed to the
+// handler; PeakBufferedInputBytes its high-water mark.
+func (s *Server) BufferedInputBytes() int64     { return s.bufferedInput.Load() }
+func (s *Server) PeakBufferedInputBytes() int64 { return s.peakBufferedInput.Load() }
+
+// BufferedOutputBytes is the response bytes answered on all connections and not yet taken by
+// the kernel (file chunks excluded); PeakBufferedOutputBytes its high-water mark.
+func (s *Server) BufferedOutputBytes() int64     { return s.bufferedOutput.Load() }
+func (s *Server) PeakBufferedOutputBytes() int64 { return s.peakBufferedOutput.Load() }
 
 // InFlightBytes is the server-wide frame bytes handed to the handler and not yet answered.
 func (s *Server) InFlightBytes() int64 { return s.inFlightBytes.Load() }

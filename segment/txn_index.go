@@ -33,6 +33,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sluice-mq/sluice/batch"
 )
 
 const (
@@ -241,6 +243,43 @@ func (x *TxnIndex) rewriteLocked() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("segment: rewrite aborted transaction index: %w", err)
+	}
+	return nil
+}
+
+// ScanHeaders calls fn with the header of every batch from the one holding from up to the last one
+// starting below upTo, in offset order, and with the whole batch for control batches (transaction
+// markers; nil otherwise). It reads headers only, through the same windowed reader as fetches, so
+// rebuilding transaction state costs far less than reading the data. It stops at fn's first error.
+func (l *Log) ScanHeaders(from, upTo int64, fn func(h batch.Header, control []byte) error) error {
+	for offset := from; offset < upTo; {
+		slice, err := l.Slice(offset, 64<<20, upTo)
+		if err != nil {
+			return err
+		}
+		if slice.Size == 0 {
+			return nil
+		}
+		end := slice.Position + slice.Size
+		r := newHeaderReader(slice.File, end)
+		for position := slice.Position; position < end; {
+			h, err := r.at(position)
+			if err != nil {
+				return l.readError(err)
+			}
+			var control []byte
+			if h.IsControl() {
+				control = make([]byte, h.Size())
+				if _, err := slice.File.ReadAt(control, position); err != nil {
+					return l.readError(fmt.Errorf("segment: read control batch at %d: %w", position, err))
+				}
+			}
+			if err := fn(h, control); err != nil {
+				return err
+			}
+			position += int64(h.Size())
+			offset = h.NextOffset()
+		}
 	}
 	return nil
 }

@@ -1,10 +1,15 @@
 package segment
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/sluice-mq/sluice/batch"
 )
 
 // TestTxnIndex appends aborted transactions across a roll, queries overlaps, reopens with a torn
@@ -83,4 +88,61 @@ func TestTxnIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(again, 0, 100, first)
+}
+
+// TestScanHeaders walks batches across segments, handing over whole control batches only.
+func TestScanHeaders(t *testing.T) {
+	l := openLog(t, t.TempDir(), smallConfig())
+	defer l.Close()
+	gen := newBatchGen(2)
+	var want []int64
+	control := func() []byte {
+		var b batch.Builder
+		b.Reset(time.UnixMilli(1))
+		b.Add(batch.Record{Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0, 0, 0}})
+		b.ProducerID, b.ProducerEpoch = 7, 0
+		raw := bytes.Clone(b.Finish())
+		binary.BigEndian.PutUint16(raw[21:], batch.AttributeTransactional|batch.AttributeControl)
+		batch.SetCRC(raw)
+		return raw
+	}
+	for i := range 300 {
+		raw := gen.random()
+		if i%50 == 49 {
+			raw = control()
+		}
+		want = append(want, l.LogEndOffset())
+		appendBatches(t, l, raw, 0)
+	}
+	if l.SegmentCount() < 2 {
+		t.Fatalf("want several segments, have %d", l.SegmentCount())
+	}
+	from := want[10]
+	var got []int64
+	controls := 0
+	err := l.ScanHeaders(from, l.LogEndOffset(), func(h batch.Header, raw []byte) error {
+		got = append(got, h.BaseOffset)
+		if h.IsControl() != (raw != nil) {
+			t.Fatalf("batch at %d: control %v, whole batch given %v", h.BaseOffset, h.IsControl(), raw != nil)
+		}
+		if raw != nil {
+			controls++
+			if _, err := batch.Validate(raw); err != nil {
+				t.Fatalf("control batch at %d: %v", h.BaseOffset, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want[10:]) || controls != 6 {
+		for i := range min(len(got), len(want)-10) {
+			if got[i] != want[10+i] {
+				t.Logf("first difference at %d: got %d, want %d", i, got[i], want[10+i])
+				break
+			}
+		}
+		t.Fatalf("scanned %d batches (%d control) from %d, want %d (6)", len(got), controls, from, len(want)-10)
+	}
 }

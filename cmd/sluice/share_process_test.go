@@ -235,7 +235,9 @@ func TestShareGroupTwentyWorkersAcceptance(t *testing.T) {
 		for _, p := range described.Partitions {
 			starts += p.StartOffset
 		}
-		if described.TotalLag == 0 && starts == total {
+		// Members re-register after the broker restart by heartbeating; on a busy machine the
+		// last of them may still be on its way when the lag reaches zero.
+		if described.TotalLag == 0 && starts == total && len(described.Members) >= 17 {
 			break
 		}
 		select {

@@ -99,9 +99,15 @@ func TestClusterManualReplicaAssignment(t *testing.T) {
 	}
 	for p := range want {
 		record := &kgo.Record{Partition: int32(p), Value: []byte(fmt.Sprintf("value %d", p))}
-		if err := client.ProduceSync(ctx, record).FirstErr(); err != nil {
-			t.Fatalf("produce to partition %d: %v", p, err)
-		}
+		// The client's own metadata may still show fewer partitions: refresh until it takes the record.
+		eventually(t, 30*time.Second, fmt.Sprintf("a produce to partition %d", p), func() bool {
+			if err := client.ProduceSync(ctx, record).FirstErr(); err != nil {
+				t.Logf("produce to partition %d: %v", p, err)
+				client.ForceMetadataRefresh()
+				return false
+			}
+			return true
+		})
 	}
 	// Each partition's log exists on its assigned brokers only, and the followers hold the record.
 	for _, n := range c.Nodes {

@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -322,4 +324,62 @@ func retriableName(name string) bool {
 		}
 	}
 	return false
+}
+
+// TestClusterRestartedLeaderWithLostTail replays what the chaos suite found (seed
+// 1796175259477990328, a torn tail on a leader): a leader killed and restarted within its session,
+// having lost the tail of its log, must not lead again at its old epoch, where it would hand the
+// lost offsets out a second time; the replicas that kept the acknowledged records must win.
+func TestClusterRestartedLeaderWithLostTail(t *testing.T) {
+	const topic = "lost-tail"
+	// A long session: the restart happens before the controller would notice the death.
+	c := startCluster(t, 3, "--broker-session-timeout", "20s", "--leader-rebalance-interval", "0")
+	admin := clusterClient(t, c)
+	createReplicatedTopic(t, admin, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+	awaitFullISR(t, admin, topic, 20*time.Second)
+	client := clusterClient(t, c, kgo.DisableIdempotentWrite())
+	info := leaderOf(t, admin, topic, 0)
+	var acked []ackedRecord
+	for i := range 30 {
+		value := fmt.Sprintf("before-%d", i)
+		acked = append(acked, ackedRecord{0, produceAcked(t, client, info.leader, topic, value), value})
+	}
+	leader := c.Node(info.leader)
+	leader.Kill()
+	// Cut the last ten batches (records) off the leader's log, as a lost or torn tail would.
+	dir := filepath.Join(leader.DataDir, "topics", topic+"-0")
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("segment files in %s: %v %v", dir, logs, err)
+	}
+	last := logs[len(logs)-1]
+	data, err := os.ReadFile(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []int // byte position after each batch
+	end := 0
+	batch.Scan(data, func(h batch.Header, _ []byte) error {
+		end += h.Size()
+		ends = append(ends, end)
+		return nil
+	})
+	if len(ends) < 11 {
+		t.Fatalf("%s holds %d batches, want more than 10", last, len(ends))
+	}
+	if err := os.Truncate(last, int64(ends[len(ends)-11])); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		value := fmt.Sprintf("after-%d", i)
+		next := leaderOf(t, admin, topic, 0)
+		acked = append(acked, ackedRecord{0, produceAcked(t, client, next.leader, topic, value), value})
+	}
+	awaitFullISR(t, admin, topic, 60*time.Second)
+	read := readEverything(t, c, topic, 1)
+	checkHistory(t, read, acked, func(string) bool { return false })
+	assertReplicasIdentical(t, c, topic, 1)
 }

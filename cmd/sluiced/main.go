@@ -91,6 +91,10 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
 	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
 	fs.IntVar(&b.MaxConnections, "max-connections", cfg.MaxConnections, "max.connections: client connections past this are closed at once (0: no bound but the open file limit)")
+	fs.Int64Var(&b.MaxBufferedInputBytes, "max-buffered-input-bytes", cfg.MaxBufferedInputBytes, "request bytes received and not yet handled, over all connections; past it the connection holding the most is closed")
+	fs.Int64Var(&b.MaxBufferedOutputBytes, "max-buffered-output-bytes", cfg.MaxBufferedOutputBytes, "response bytes waiting for slow readers, over all connections; past it the connection holding the most is closed")
+	fs.DurationVar(&b.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "connections.max.idle.ms as a duration: close connections idle this long (0: never)")
+	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
@@ -192,6 +196,7 @@ func run(args []string, output io.Writer) error {
 	opts.broker.Logger = logger
 	applyTestHooks(&opts)
 	fileLimit := raiseFileLimit(logger)
+	setMemoryLimit(logger, opts.broker)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -190,6 +190,12 @@ func TestTransactionsKcatIsolation(t *testing.T) {
 	if count(uncommitted, "committed") != 5 || count(uncommitted, "later") != 5 || count(uncommitted, "aborted") != 5 {
 		t.Fatalf("kcat read_uncommitted saw %q", uncommitted)
 	}
+	for name, want := range map[string]string{"sluice_transactions_committed_total": "2", "sluice_transactions_aborted_total": "1",
+		"sluice_transactions_timed_out_total": "0", "sluice_transactions_open": "0"} {
+		if got := d.metric(t, name); got != want {
+			t.Errorf("%s = %q, want %s", name, got, want)
+		}
+	}
 }
 
 // TestTransactionsSurviveKill streams transactions (some aborted) over three partitions and kills
