@@ -26,8 +26,9 @@ import (
 //     replace, and the directory fsynced: this is the commit point;
 //  3. the old segments after the first are unlinked, the three .cleaned files renamed over the first
 //     one's files, and the directory fsynced;
-//  4. the log publishes the new segment list; the old segments stay open for readers
-//     (Config.FileDeleteDelay), then replace is removed and the directory fsynced.
+//  4. the log publishes the new segment list (the new segment keeps the descriptors and indexes it
+//     was written with); the old segments stay open for readers (Config.FileDeleteDelay); then,
+//     outside the log's lock, replace is removed and the directory fsynced.
 //
 // Open finishes a swap whose replace file exists (steps 3 and 4 are idempotent) and otherwise deletes
 // stray .cleaned files and replace.tmp: a crash before the commit point leaves the old segments, one
@@ -207,18 +208,43 @@ func (r *Replacement) Commit() error {
 	}
 	l := r.log
 	steps := 0
+	// The new segment is sealed and indexed before the log's lock is taken: under it go only the
+	// check that the replaced segments are still there, the commit point and the renames.
 	if err := r.cleaned.seal(); err != nil {
 		r.Abort()
 		return err
 	}
 	r.done = true
-	r.cleaned.close()
+	crashed := func() error {
+		r.cleaned.close()
+		return errCrashed
+	}
+	if !r.step(&steps) {
+		return crashed()
+	}
+	if err := r.swap(&steps); err != nil {
+		return err
+	}
+	// The swap is published; the replace file only tells a crashed Open to finish renames that are
+	// done. Removing it needs no lock: the next swap of this log starts after this returns.
 	if !r.step(&steps) {
 		return errCrashed
 	}
+	if err := os.Remove(filepath.Join(l.dir, replaceFile)); err != nil {
+		l.fail(err)
+		return fmt.Errorf("segment: replace [%d, %d) of %s: remove %s: %w", r.base, r.end, l.dir, replaceFile, err)
+	}
+	return syncDir(l.dir)
+}
+
+// swap does, under the log's lock, the commit point, the renames and the publication of a sealed
+// replacement.
+func (r *Replacement) swap(steps *int) error {
+	l := r.log
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	abort := func(err error) error {
+		r.cleaned.close()
 		removeCleaned(l.dir, r.base)
 		os.Remove(filepath.Join(l.dir, replaceTempFile))
 		return err
@@ -242,37 +268,30 @@ func (r *Replacement) Commit() error {
 			return abort(fmt.Errorf("segment: replace [%d, %d) of %s: the segments changed meanwhile", r.base, r.end, l.dir))
 		}
 	}
-	if err := writeReplaceFile(l.dir, r.base, r.end, func() bool { return r.step(&steps) }); err != nil {
+	if err := writeReplaceFile(l.dir, r.base, r.end, func() bool { return r.step(steps) }); err != nil {
+		if errors.Is(err, errCrashed) {
+			r.cleaned.close()
+			return err
+		}
 		return abort(err)
 	}
-	if !r.step(&steps) {
+	if !r.step(steps) {
+		r.cleaned.close()
 		return errCrashed
 	}
 	// Past the commit point: a failure from here on leaves a swap that the next Open finishes.
-	fail := func(err error) error {
-		l.fail(err)
-		return fmt.Errorf("segment: replace [%d, %d) of %s: %w", r.base, r.end, l.dir, err)
-	}
-	if err := finishReplaceFiles(l.dir, r.base, r.end, func() bool { return r.step(&steps) }); err != nil {
+	if err := finishReplaceFiles(l.dir, r.base, r.end, func() bool { return r.step(steps) }); err != nil {
+		r.cleaned.close()
 		if errors.Is(err, errCrashed) {
 			return err
 		}
-		return fail(err)
+		l.fail(err)
+		return fmt.Errorf("segment: replace [%d, %d) of %s: %w", r.base, r.end, l.dir, err)
 	}
-	fresh, err := openSegment(l.dir, r.base, &r.config)
-	if err != nil {
-		return fail(err)
-	}
-	info, err := fresh.file.Stat()
-	if err != nil {
-		fresh.close()
-		return fail(err)
-	}
-	from := fresh.verifiedEntry(info.Size(), &r.config)
-	if _, err := fresh.recover(from, durablePoint{position: info.Size(), offset: r.end, end: true}, nil, &r.config); err != nil {
-		fresh.close()
-		return fail(err)
-	}
+	// The new segment's descriptors stay valid across the renames; its paths are the final ones now
+	// (unlink goes by them when retention or truncation retires it later).
+	fresh := r.cleaned
+	fresh.dataPath = segmentName(l.dir, r.base, dataSuffix)
 	segments := append([]*segment(nil), view.segments[:first]...)
 	segments = append(segments, fresh)
 	segments = append(segments, view.segments[first+len(r.replaced):]...)
@@ -281,15 +300,6 @@ func (r *Replacement) Commit() error {
 	now := l.config.Load().now()
 	for _, s := range r.replaced {
 		l.retired = append(l.retired, retiredSegment{segment: s, at: now})
-	}
-	if !r.step(&steps) {
-		return errCrashed
-	}
-	if err := os.Remove(filepath.Join(l.dir, replaceFile)); err != nil {
-		return fail(fmt.Errorf("segment: remove %s: %w", replaceFile, err))
-	}
-	if err := syncDir(l.dir); err != nil {
-		return fail(err)
 	}
 	return nil
 }

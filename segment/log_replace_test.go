@@ -208,3 +208,51 @@ func TestReplaceRefusesWhatIsNotARunOfSealedSegments(t *testing.T) {
 		t.Fatalf("left %v", strays)
 	}
 }
+
+// TestReplaceThenTruncateAndRetain: the swapped-in segment serves the log's other writers at once:
+// a truncation into it (a follower's divergent tail) and retention deleting it.
+func TestReplaceThenTruncateAndRetain(t *testing.T) {
+	f := newReplaceFixture(t)
+	l := openLog(t, f.dir, f.cfg)
+	r, err := l.BeginReplace(f.base, f.end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Append(f.cleaned); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var cut int
+	for i, b := range f.new {
+		if b.base >= f.base+(f.end-f.base)/2 {
+			cut = i
+			break
+		}
+	}
+	if err := l.Truncate(f.new[cut].base); err != nil {
+		t.Fatal(err)
+	}
+	checkBatches(t, l, f.new[:cut])
+	gen := newBatchGen(7)
+	stored, _ := appendBatches(t, l, gen.random(), 5)
+	want := append(append([]storedBatch(nil), f.new[:cut]...), stored...)
+	checkBatches(t, l, want)
+	l.abandon()
+	l = openLog(t, f.dir, f.cfg)
+	checkBatches(t, l, want)
+	cfg := l.Config()
+	cfg.RetentionBytes = 0
+	l.SetConfig(cfg)
+	if _, err := l.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if l.SegmentCount() != 1 {
+		t.Fatalf("%d segments after retention", l.SegmentCount())
+	}
+	if files, _ := filepath.Glob(filepath.Join(f.dir, "*.log")); len(files) != 1 {
+		t.Fatalf("segment files %v", files)
+	}
+	l.Close()
+}
