@@ -138,7 +138,7 @@ func ParseHeader(b []byte) (Header, error) {
 }
 
 // Validate parses the batch at the start of b and checks it completely: header, length within b, CRC
-// and record count. It returns the header; the batch occupies b[:h.Size()].
+// and record count (at most lastOffsetDelta + 1: see CheckProduced). It returns the header; the batch occupies b[:h.Size()].
 func Validate(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -153,10 +153,21 @@ func Validate(b []byte) (Header, error) {
 	if h.LastOffsetDelta < 0 {
 		return h, fmt.Errorf("%w: negative last offset delta %d", ErrInvalidRecord, h.LastOffsetDelta)
 	}
-	if h.RecordCount != h.LastOffsetDelta+1 {
+	if h.RecordCount < 0 || h.RecordCount > h.LastOffsetDelta+1 {
 		return h, fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
 	}
 	return h, nil
+}
+
+// CheckProduced applies the rule a batch fresh from a producer must meet beyond Validate: it holds
+// one record per offset (count = lastOffsetDelta + 1). Stored batches may hold fewer: compaction
+// removes records but keeps each kept batch's offset range, and may leave batches with no records
+// (Kafka does the same), so Validate, which recovery and replication use, accepts them.
+func CheckProduced(h Header) error {
+	if h.RecordCount != h.LastOffsetDelta+1 {
+		return fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
+	}
+	return nil
 }
 
 // SetBaseOffset rewrites the base offset of the batch at the start of b. The CRC does not cover it.

@@ -26,6 +26,8 @@ type Workload struct {
 	ReplicationFactor int16 `yaml:"replication_factor" json:"replication_factor"`
 	// MinInsyncReplicas, when above 0, sets the topics' min.insync.replicas.
 	MinInsyncReplicas int `yaml:"min_insync_replicas" json:"min_insync_replicas"`
+	// TopicConfigOverrides are further topic configs, e.g. cleanup.policy: compact.
+	TopicConfigOverrides map[string]string `yaml:"topic_configs" json:"topic_configs,omitempty"`
 
 	MessageSize int `yaml:"message_size" json:"message_size"` // value bytes; at least 16 (the send-time stamp)
 	// Keys: "none" (keyless, sticky partitioning) or "random" (a random 16-byte key per record from
@@ -52,10 +54,17 @@ type Workload struct {
 
 // TopicConfigs are the config overrides of the workload's topics.
 func (w Workload) TopicConfigs() map[string]string {
-	if w.MinInsyncReplicas <= 0 {
+	if w.MinInsyncReplicas <= 0 && len(w.TopicConfigOverrides) == 0 {
 		return nil
 	}
-	return map[string]string{"min.insync.replicas": strconv.Itoa(w.MinInsyncReplicas)}
+	configs := map[string]string{}
+	for key, value := range w.TopicConfigOverrides {
+		configs[key] = value
+	}
+	if w.MinInsyncReplicas > 0 {
+		configs["min.insync.replicas"] = strconv.Itoa(w.MinInsyncReplicas)
+	}
+	return configs
 }
 
 // DefaultWorkload is what a workload file's missing keys fall back to.

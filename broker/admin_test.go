@@ -162,7 +162,7 @@ func TestCreateTopics(t *testing.T) {
 			{"retention.ms", "a week"},
 			{"retention.ms", "-2"},
 			{"segment.bytes", "10"},
-			{"cleanup.policy", "compact"},
+			{"cleanup.policy", "compress"},
 			{"compression.type", "brotli"},
 			{"no.such.config", "1"},
 		}

@@ -78,6 +78,7 @@ func newAPITable() apiTable {
 		18: {protocol.VersionRange{Min: 0, Max: 4}, nil}, // ApiVersions: answered before decoding
 		19: {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleCreateTopics)},
 		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
+		21: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleDeleteRecords)},
 		22: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleInitProducerID)}, // librdkafka needs Min 0 for idempotence
 		23: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleOffsetForLeaderEpoch)},
 		24: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleAddPartitionsToTxn)},

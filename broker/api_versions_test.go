@@ -29,6 +29,7 @@ var servedAPIs = map[int16][2]int16{
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
+	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId (Min 0: librdkafka enables idempotence only then)
 	23: {0, 4},  // OffsetForLeaderEpoch
 	24: {0, 5},  // AddPartitionsToTxn

@@ -35,6 +35,7 @@ type Broker struct {
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
+	cleaner     *logCleaner
 	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
 	shares      *shareManager   // share groups and share partitions (share.go)
 	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
@@ -64,6 +65,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.metrics = newBrokerMetrics(cfg.Metrics)
+	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	b.cleaner = cleaner
 	b.apis = newAPITable()
 	b.groups = newGroupCoordinator(cfg.Groups)
 	b.shares = newShareManager(b, logger.With("component", "share"))
@@ -75,7 +81,6 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	replicationCfg := cfg.Replication
 	replicationCfg.NodeID = cfg.NodeID
-	var err error
 	b.replicas, err = replication.NewManager(replicationCfg, b.brokerAddress, b.proposeISR, cfg.Metrics, logger.With("component", "replication"))
 	if err != nil {
 		return nil, err
@@ -153,6 +158,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.coordinator.StartSession(registration)
 	b.background.Add(2)
 	go b.runRetention()
+	b.background.Add(1)
+	go b.runCleaner()
 	go b.txns.runChecker()
 	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
 	return b, nil

@@ -53,6 +53,8 @@ type Config struct {
 	Log segment.Config
 	// RetentionCheckInterval is how often retention runs over every log.
 	RetentionCheckInterval time.Duration
+	// Cleaner configures the log cleaner of compacted topics (log_cleaner.go).
+	Cleaner CleanerConfig
 	// Groups holds the consumer group coordinator's session bounds and initial rebalance delay.
 	Groups group.Config
 
@@ -100,6 +102,7 @@ func DefaultConfig() Config {
 		MaxMessageBytes:          1048588,
 		Log:                      segment.DefaultConfig(),
 		RetentionCheckInterval:   5 * time.Minute,
+		Cleaner:                  DefaultCleanerConfig(),
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
 		Transactions:             DefaultTransactionConfig(),
@@ -146,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetentionCheckInterval <= 0 {
 		errs = append(errs, fmt.Errorf("retention check interval %v must be positive", c.RetentionCheckInterval))
+	}
+	if err := c.Cleaner.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, fmt.Errorf("max connections %d is negative", c.MaxConnections))

@@ -226,7 +226,7 @@ func TestAlterConfigs(t *testing.T) {
 	t.Run("refusals leave the configs alone", func(t *testing.T) {
 		c := c.in(t)
 		before := topicConfigs(c, topic)
-		for _, kv := range [][2]string{{"cleanup.policy", "compact"}, {"cleanup.policy", "compact,delete"}, {"retention.ms", "soon"}, {"no.such.config", "1"}} {
+		for _, kv := range [][2]string{{"cleanup.policy", "compress"}, {"cleanup.policy", "compact,tidy"}, {"retention.ms", "soon"}, {"no.such.config", "1"}} {
 			if code := alter(c, 2, false, kmsg.ConfigResourceTypeTopic, topic, kv[0], kv[1]); code != protocol.InvalidConfig.Code {
 				t.Errorf("AlterConfigs %s=%s: error %d, want 40 INVALID_CONFIG", kv[0], kv[1], code)
 			}
@@ -235,7 +235,7 @@ func TestAlterConfigs(t *testing.T) {
 			}
 		}
 		for _, o := range []op{
-			{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "compact"},
+			{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "tidy"},
 			{"cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, "delete"},
 			{"no.such.config", kmsg.IncrementalAlterConfigOpDelete, ""},
 		} {

@@ -124,4 +124,5 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sluice_offline_partitions %d\n", offline)
 	b.writeGroupLag(w)
+	b.writeCleanerMetrics(w)
 }

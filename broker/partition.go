@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-mq/sluice/compaction"
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -39,6 +40,9 @@ type partitionState struct {
 	maxMessageBytes int32
 	minInsync       int
 	isrSize         int
+	// compaction is the topic's compaction policy, nil unless cleanup.policy lists compact
+	// (log_cleaner.go): records need keys, and the cleaner compacts the log.
+	compaction *compaction.Policy
 }
 
 // newPartition wraps an open log: it loads the log's epoch history and makes its replica, with no
@@ -132,6 +136,7 @@ func topicLogConfig(defaults segment.Config, configs map[string]string) (segment
 			return cfg, fmt.Errorf("broker: topic config %s=%q: %w", key, value, err)
 		}
 	}
+	compactedLogConfig(&cfg, configs)
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}

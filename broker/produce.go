@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/compaction"
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/segment"
@@ -188,6 +189,9 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 		if h.IsControl() {
 			return fmt.Errorf("broker: clients may not send control batches: %w", protocol.InvalidRecord)
 		}
+		if err := batch.CheckProduced(h); err != nil {
+			return fmt.Errorf("broker: %w: %w", protocol.InvalidRecord, err)
+		}
 		if transactional && (!h.IsTransactional() || h.ProducerID < 0) {
 			return fmt.Errorf("broker: a transactional produce carries a batch outside any transaction: %w", protocol.InvalidRecord)
 		}
@@ -195,6 +199,11 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	}, space[:0])
 	if err != nil {
 		return p, segment.AppendResult{}, err
+	}
+	if state.compaction != nil {
+		if err := compaction.RequireKeys(records); err != nil { // log_cleaner.go
+			return p, segment.AppendResult{}, fmt.Errorf("broker: %s-%d is compacted: %w: %w", topic, index, protocol.InvalidRecord, err)
+		}
 	}
 	if acks == -1 && state.minInsync > 1 {
 		// The committed ISR, or fewer when followers stopped fetching and the controller cannot

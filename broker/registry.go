@@ -144,6 +144,7 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 				maxMessageBytes: topicMaxMessageBytes(r.maxMessageBytes, meta.Configs),
 				minInsync:       topicMinInsync(meta.Configs),
 				isrSize:         len(pm.ISR),
+				compaction:      topicCompaction(meta.Configs),
 			}
 			p := updated.partitions[i]
 			if p == nil {

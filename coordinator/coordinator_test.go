@@ -165,7 +165,7 @@ func TestCreateTopicRefuses(t *testing.T) {
 	refuses("t", 1, 4, nil, ErrInvalidReplicationFactor)
 	refuses("t", 1, 1, map[string]string{"no.such.key": "1"}, ErrInvalidConfig)
 	refuses("t", 1, 1, map[string]string{ConfigSegmentBytes: "13"}, ErrInvalidConfig)
-	refuses("t", 1, 1, map[string]string{ConfigCleanupPolicy: "compact"}, ErrInvalidConfig)
+	refuses("t", 1, 1, map[string]string{ConfigCleanupPolicy: "compress"}, ErrInvalidConfig)
 	if got := c.Metadata().Version; got != version {
 		t.Fatalf("refused creations changed the metadata: version %d -> %d", version, got)
 	}
@@ -274,7 +274,7 @@ func TestAlterTopicConfigs(t *testing.T) {
 
 	wantError(t, alter(map[string]string{"no.such.key": "1"}, nil, false, false), ErrInvalidConfig)
 	wantError(t, alter(map[string]string{ConfigMinInsyncReplicas: "0"}, nil, false, false), ErrInvalidConfig)
-	wantError(t, alter(map[string]string{ConfigCleanupPolicy: "compact"}, nil, true, false), ErrInvalidConfig)
+	wantError(t, alter(map[string]string{ConfigCleanupPolicy: "compress"}, nil, true, false), ErrInvalidConfig)
 	wantError(t, alter(nil, []string{"no.such.key"}, false, false), ErrInvalidConfig)
 	wantError(t, alter(map[string]string{ConfigFlushMs: "1"}, []string{ConfigFlushMs}, false, false), ErrInvalidConfig)
 	wantError(t, c.AlterTopicConfigs(testContext(t), "missing", nil, nil, false, false), ErrUnknownTopic)

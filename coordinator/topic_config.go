@@ -25,6 +25,11 @@ const (
 	// ConfigUncleanLeaderElection lets a replica outside the ISR lead when no ISR member is live
 	// (acknowledged records may be lost); false by default.
 	ConfigUncleanLeaderElection = "unclean.leader.election.enable"
+	// Log compaction (cleanup.policy=compact): see package compaction.
+	ConfigDeleteRetentionMs      = "delete.retention.ms"
+	ConfigMinCompactionLagMs     = "min.compaction.lag.ms"
+	ConfigMaxCompactionLagMs     = "max.compaction.lag.ms"
+	ConfigMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
 )
 
 // TopicConfigDefaults returns a fresh map of every served topic config key
@@ -32,24 +37,28 @@ const (
 // flags before answering DescribeConfigs; the map is the caller's to change.
 func TopicConfigDefaults() map[string]string {
 	return map[string]string{
-		ConfigRetentionMs:           "604800000", // 7 days
-		ConfigRetentionBytes:        "-1",
-		ConfigSegmentBytes:          "1073741824", // 1 GiB
-		ConfigSegmentMs:             "604800000",
-		ConfigMaxMessageBytes:       "1048588",
-		ConfigCleanupPolicy:         "delete",
-		ConfigMinInsyncReplicas:     "1",
-		ConfigFlushMessages:         "9223372036854775807",
-		ConfigFlushMs:               "9223372036854775807",
-		ConfigMessageTimestampType:  "CreateTime",
-		ConfigCompressionType:       "producer",
-		ConfigUncleanLeaderElection: "false",
+		ConfigRetentionMs:            "604800000", // 7 days
+		ConfigRetentionBytes:         "-1",
+		ConfigSegmentBytes:           "1073741824", // 1 GiB
+		ConfigSegmentMs:              "604800000",
+		ConfigMaxMessageBytes:        "1048588",
+		ConfigCleanupPolicy:          "delete",
+		ConfigMinInsyncReplicas:      "1",
+		ConfigFlushMessages:          "9223372036854775807",
+		ConfigFlushMs:                "9223372036854775807",
+		ConfigMessageTimestampType:   "CreateTime",
+		ConfigCompressionType:        "producer",
+		ConfigUncleanLeaderElection:  "false",
+		ConfigDeleteRetentionMs:      "86400000", // 1 day
+		ConfigMinCompactionLagMs:     "0",
+		ConfigMaxCompactionLagMs:     "9223372036854775807",
+		ConfigMinCleanableDirtyRatio: "0.5",
 	}
 }
 
 // TopicConfigKeys returns the served topic config keys in sorted order.
 func TopicConfigKeys() []string {
-	keys := make([]string, 0, 12)
+	keys := make([]string, 0, 16)
 	for key := range TopicConfigDefaults() {
 		keys = append(keys, key)
 	}
@@ -106,6 +115,16 @@ func ValidateTopicConfig(key, value string) error {
 		return validateOneOf(key, value, "producer", "uncompressed", "zstd", "gzip", "snappy", "lz4")
 	case ConfigUncleanLeaderElection:
 		return validateOneOf(key, value, "true", "false")
+	case ConfigDeleteRetentionMs, ConfigMinCompactionLagMs:
+		return validateInteger(key, value, 0, math.MaxInt64)
+	case ConfigMaxCompactionLagMs:
+		return validateInteger(key, value, 1, math.MaxInt64)
+	case ConfigMinCleanableDirtyRatio:
+		ratio, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || ratio < 0 || ratio > 1 {
+			return fmt.Errorf("%w: %s=%q is not a number in [0, 1]", ErrInvalidConfig, key, value)
+		}
+		return nil
 	default:
 		return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, key)
 	}
@@ -131,18 +150,26 @@ func validateOneOf(key, value string, allowed ...string) error {
 	return fmt.Errorf("%w: %s=%q is not one of %s", ErrInvalidConfig, key, value, strings.Join(allowed, ", "))
 }
 
-// validateCleanupPolicy accepts Kafka's comma-separated list syntax but
-// serves only "delete": sluice has no log compaction.
+// validateCleanupPolicy accepts Kafka's comma-separated list of "delete" and "compact" (at least
+// one): compact keeps the latest record per key (package compaction), delete applies retention.
 func validateCleanupPolicy(value string) error {
-	for _, policy := range strings.Split(value, ",") {
+	policies := strings.Split(value, ",")
+	for _, policy := range policies {
 		switch strings.TrimSpace(policy) {
-		case "delete":
-		case "compact":
-			return fmt.Errorf("%w: %s=%q: log compaction is not supported, only \"delete\" is served",
-				ErrInvalidConfig, ConfigCleanupPolicy, value)
+		case "delete", "compact":
 		default:
-			return fmt.Errorf("%w: %s=%q is not \"delete\"", ErrInvalidConfig, ConfigCleanupPolicy, value)
+			return fmt.Errorf("%w: %s=%q: each policy must be \"delete\" or \"compact\"", ErrInvalidConfig, ConfigCleanupPolicy, value)
 		}
 	}
 	return nil
+}
+
+// CleanupPolicyHas reports whether a valid cleanup.policy value lists policy ("delete" or "compact").
+func CleanupPolicyHas(value, policy string) bool {
+	for _, p := range strings.Split(value, ",") {
+		if strings.TrimSpace(p) == policy {
+			return true
+		}
+	}
+	return false
 }

@@ -62,11 +62,23 @@ func TestValidateTopicConfig(t *testing.T) {
 	refuses("", "")
 
 	for _, policy := range []string{"compact", "compact,delete", "delete, compact"} {
+		accepts(ConfigCleanupPolicy, policy)
+	}
+	for _, policy := range []string{"", "compress", "compact,,delete"} {
 		err := ValidateTopicConfig(ConfigCleanupPolicy, policy)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "compaction is not supported") {
-			t.Errorf("cleanup.policy=%q: got %v, want a compaction-not-supported ErrInvalidConfig", policy, err)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "must be") {
+			t.Errorf("cleanup.policy=%q: got %v, want ErrInvalidConfig", policy, err)
 		}
 	}
+	if !CleanupPolicyHas("delete, compact", "compact") || CleanupPolicyHas("delete", "compact") {
+		t.Error("CleanupPolicyHas")
+	}
+	accepts(ConfigMinCleanableDirtyRatio, "0.1")
+	refuses(ConfigMinCleanableDirtyRatio, "1.5")
+	refuses(ConfigMinCleanableDirtyRatio, "half")
+	accepts(ConfigDeleteRetentionMs, "0")
+	refuses(ConfigMinCompactionLagMs, "-1")
+	refuses(ConfigMaxCompactionLagMs, "0")
 }
 
 func TestTopicConfigDefaultsAreValid(t *testing.T) {
@@ -75,7 +87,7 @@ func TestTopicConfigDefaultsAreValid(t *testing.T) {
 		t.Fatalf("a default is invalid: %v", err)
 	}
 	keys := TopicConfigKeys()
-	if len(keys) != len(defaults) || len(keys) != 12 {
+	if len(keys) != len(defaults) || len(keys) != 16 {
 		t.Fatalf("keys %v, defaults %v", keys, defaults)
 	}
 	for _, key := range keys {

@@ -292,6 +292,10 @@ func (f *fetcher) handleFetch(partitions []*followed, body []byte) error {
 				f.partitionError(p, rp.ErrorCode, rp.LogStartOffset)
 				continue
 			}
+			if rp.LogStartOffset > p.replica.Log.LogStartOffset() {
+				// The leader's records before it were deleted (DeleteRecords): so are this copy's.
+				p.replica.Log.AdvanceLogStart(min(rp.LogStartOffset, p.replica.Log.LogEndOffset()))
+			}
 			before := p.replica.Log.LogEndOffset()
 			end, err := p.replica.AppendFromLeader(rp.RecordBatches)
 			if err != nil {

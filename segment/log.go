@@ -52,7 +52,8 @@ type Log struct {
 // reader never pairs a segment list with another moment's log start.
 // Invariant: segments is non-empty, sorted by base offset, the last one active, and never modified
 // once published (copy-on-write).
-// Invariant: logStartOffset == segments[0].baseOffset.
+// Invariant: segments[0].baseOffset <= logStartOffset <= segments[0].nextOffset (AdvanceLogStart
+// moves it inside the first segment; log_start.go).
 type logView struct {
 	segments       []*segment
 	logStartOffset int64

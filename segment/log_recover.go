@@ -70,6 +70,9 @@ func Open(dir string, cfg Config) (*Log, error) {
 	l := &Log{dir: dir}
 	l.config.Store(&cfg)
 	logger := cfg.logger()
+	if err := finishReplace(dir); err != nil { // a swap of cleaned segments cut short (log_replace.go)
+		return nil, err
+	}
 	bases, err := listSegments(dir)
 	if err != nil {
 		return nil, err
@@ -181,7 +184,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 			return nil, err
 		}
 	}
-	l.view.Store(&logView{segments: segments, logStartOffset: segments[0].baseOffset})
+	l.view.Store(&logView{segments: segments, logStartOffset: loadLogStart(dir, segments[0])}) // log_start.go
 	active := segments[len(segments)-1]
 	// Recovered bytes may sit only in the page cache: make them durable before claiming them.
 	if err := active.sync(); err != nil {

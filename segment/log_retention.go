@@ -39,7 +39,7 @@ func (l *Log) ApplyRetention() (deleted int, err error) {
 	var errs []error
 	if deleted > 0 {
 		remaining := append([]*segment(nil), segments[deleted:]...)
-		l.view.Store(&logView{segments: remaining, logStartOffset: remaining[0].baseOffset})
+		l.view.Store(&logView{segments: remaining, logStartOffset: max(remaining[0].baseOffset, l.view.Load().logStartOffset)})
 		for _, s := range segments[:deleted] {
 			errs = append(errs, l.retireLocked(s))
 		}

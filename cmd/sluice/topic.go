@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-mq/sluice/protocol"
 )
 
-const topicHelp = `Usage: sluice topic <create|list|describe|delete|alter> [arguments] [flags]
+const topicHelp = `Usage: sluice topic <create|list|describe|delete|alter|trim> [arguments] [flags]
 
 Manage topics.
 
@@ -22,12 +22,13 @@ Manage topics.
   sluice topic describe NAME...
   sluice topic delete NAME... [--if-exists]
   sluice topic alter NAME [--set key=value]... [--delete key]... [--partitions N]
+  sluice topic trim NAME --partition P --before OFFSET
 
 Run "sluice topic <subcommand> --help" for its flags.
 `
 
 func runTopic(ctx context.Context, args []string, io streams) error {
-	verb, rest, err := subcommand("topic", args, []string{"create", "list", "describe", "delete", "alter"}, io, topicHelp)
+	verb, rest, err := subcommand("topic", args, []string{"create", "list", "describe", "delete", "alter", "trim"}, io, topicHelp)
 	if err != nil {
 		return err
 	}
@@ -40,6 +41,8 @@ func runTopic(ctx context.Context, args []string, io streams) error {
 		return topicDescribe(ctx, rest, io)
 	case "delete":
 		return topicDelete(ctx, rest, io)
+	case "trim":
+		return topicTrim(ctx, rest, io) // topic_trim.go
 	default:
 		return topicAlter(ctx, rest, io)
 	}

@@ -75,6 +75,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.Log.RetentionTime, "retention", cfg.Log.RetentionTime, "default retention.ms as a duration (negative: keep forever)")
 	fs.Int64Var(&retentionBytes, "retention-bytes", cfg.Log.RetentionBytes, "default retention.bytes per partition (-1: no limit)")
 	fs.DurationVar(&b.RetentionCheckInterval, "retention-check-interval", cfg.RetentionCheckInterval, "how often retention runs")
+	fs.Int64Var(&b.Cleaner.IOBytesPerSecond, "cleaner-io-bytes-per-second", cfg.Cleaner.IOBytesPerSecond, "log cleaner's disk I/O limit, reads and writes together (0: none)")
+	fs.Int64Var(&b.Cleaner.KeyMapBytes, "cleaner-key-map-bytes", cfg.Cleaner.KeyMapBytes, "log cleaner's key map memory (24 bytes a key); more distinct keys take several passes")
+	fs.DurationVar(&b.Cleaner.Interval, "cleaner-interval", cfg.Cleaner.Interval, "how often the log cleaner looks for compacted logs to clean")
 	fs.DurationVar(&b.Transactions.MaxTimeout, "transaction-max-timeout", cfg.Transactions.MaxTimeout,
 		"the longest transaction.timeout.ms a transactional producer may ask for (transaction.max.timeout.ms)")
 	fs.DurationVar(&b.Transactions.CheckInterval, "transaction-check-interval", cfg.Transactions.CheckInterval,
