@@ -1,0 +1,164 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/client"
+)
+
+// Two of our members with the KIP-848 protocol and one franz-go KIP-848 member share a group on a
+// six-partition topic: the broker's uniform assignor gives each two partitions, a partition is
+// never assigned to a member while another still owns it (revoke before reassign), every record is
+// read once, commits are accepted at the member epoch, and one of ours leaving (epoch -1) moves its
+// partitions to the other two.
+func TestGroupKIP848MixedWithFranzGo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTestTimeout)
+	defer cancel()
+	address := startGroupBroker(t)
+	c := newClient(t, address)
+	const topic, group, partitions, records = "kip848-mixed", "kip848-mixed", 6, 1200
+	createTopic(t, c, topic, partitions)
+	producer := newProducer(t, c, client.WithPartitioner(client.ManualPartitioner()), client.WithLinger(time.Millisecond))
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(address))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	resource := kmsg.NewIncrementalAlterConfigsRequestResource()
+	resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for key, value := range map[string]string{"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": "6000"} {
+		config := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		config.Name, config.Value = key, kmsg.StringPtr(value)
+		resource.Configs = append(resource.Configs, config)
+	}
+	alter.Resources = append(alter.Resources, resource)
+	if resp, err := alter.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group configs: %v %+v", err, resp)
+	}
+
+	w := newGroupWorld()
+	// assignedWhileOwned counts assignments of a partition another member still owned.
+	assignedWhileOwned := 0
+	own := func(member string, partitions []client.TopicPartition, owned bool) {
+		if owned {
+			w.mu.Lock()
+			for other, set := range w.owners {
+				for _, tp := range partitions {
+					if other != member && set[tp] {
+						t.Errorf("%s assigned %v while %s still owns it", member, tp, other)
+						assignedWhileOwned++
+					}
+				}
+			}
+			w.mu.Unlock()
+		}
+		w.own(member, partitions, owned)
+	}
+	ours := func(name string) *groupMember {
+		return startMember(t, w, address, group, topic, name, client.WithGroupProtocol(client.GroupProtocolConsumer),
+			client.WithServerAssignor("uniform"),
+			client.WithOnAssigned(func(_ context.Context, tps []client.TopicPartition) { own(name, tps, true) }),
+			client.WithOnRevoked(func(_ context.Context, tps []client.TopicPartition) { own(name, tps, false) }))
+	}
+	track := func(owned, commit bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(ctx context.Context, franz *kgo.Client, assigned map[string][]int32) {
+			if commit {
+				if err := franz.CommitUncommittedOffsets(ctx); err != nil {
+					t.Errorf("franz-go commit on revoke: %v", err)
+				}
+			}
+			var tps []client.TopicPartition
+			for topic, ps := range assigned {
+				for _, p := range ps {
+					tps = append(tps, client.TopicPartition{Topic: topic, Partition: p})
+				}
+			}
+			own("franz", tps, owned)
+		}
+	}
+	franz, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.AutoCommitInterval(200*time.Millisecond),
+		kgo.OnPartitionsAssigned(track(true, false)), kgo.OnPartitionsRevoked(track(false, true)), kgo.OnPartitionsLost(track(false, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	franzDone := make(chan struct{})
+	go func() {
+		defer close(franzDone)
+		for {
+			fetches := franz.PollFetches(ctx)
+			if fetches.IsClientClosed() || ctx.Err() != nil {
+				return
+			}
+			fetches.EachRecord(func(r *kgo.Record) { w.deliver(r.Topic, r.Partition, r.Offset) })
+		}
+	}()
+	w.await(t, ctx, "franz-go owning every partition", func() bool { return w.exclusiveLocked(topic, partitions, "franz") })
+	ours1, ours2 := ours("ours-1"), ours("ours-2")
+	w.await(t, ctx, "three members owning two partitions each", func() bool {
+		return w.exclusiveLocked(topic, partitions, "ours-1", "ours-2", "franz") && len(w.owners["ours-1"]) == 2
+	})
+	produceSpread(t, producer, topic, partitions, 0, records)
+	w.await(t, ctx, "every record", func() bool { unique, _ := w.uniqueLocked(); return unique >= records })
+	if m := ours1.consumer.Membership(); m.Generation <= 0 || m.MemberID == "" || m.Protocol != "uniform" {
+		t.Errorf("membership of a KIP-848 member: %+v, want a member epoch above 0 and assignor uniform", m)
+	}
+	// A commit at the member epoch is accepted.
+	commitCtx, commitCancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := ours1.consumer.CommitPolled(commitCtx); err != nil {
+		t.Errorf("commit at the member epoch: %v", err)
+	}
+	commitCancel()
+
+	ours2.close(t) // commits on revoke and leaves with epoch -1
+	w.await(t, ctx, "ours-1 and franz-go owning three partitions each", func() bool {
+		return len(w.owners["ours-2"]) == 0 && w.exclusiveLocked(topic, partitions, "ours-1", "franz")
+	})
+	produceSpread(t, producer, topic, partitions, records, records)
+	w.await(t, ctx, "every record", func() bool { unique, _ := w.uniqueLocked(); return unique >= 2*records })
+
+	// The group is a KIP-848 consumer group with the two remaining members.
+	describe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	describe.Groups = []string{group}
+	described, err := describe.RequestWith(ctx, admin)
+	if err != nil || len(described.Groups) != 1 || described.Groups[0].ErrorCode != 0 {
+		t.Fatalf("ConsumerGroupDescribe: %v %+v", err, described)
+	}
+	if g := described.Groups[0]; len(g.Members) != 2 || g.AssignorName != "uniform" {
+		t.Errorf("ConsumerGroupDescribe: %d members, assignor %q; want 2 and uniform", len(g.Members), g.AssignorName)
+	}
+
+	ours1.close(t)
+	franz.Close()
+	<-franzDone
+	w.mu.Lock()
+	unique, duplicates := w.uniqueLocked()
+	w.mu.Unlock()
+	if unique != 2*records || duplicates != 0 || assignedWhileOwned != 0 {
+		t.Errorf("%d distinct records seen, want %d; %d seen twice; %d assignments of owned partitions", unique, 2*records, duplicates, assignedWhileOwned)
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = group
+	fetched, err := fetch.RequestWith(ctx, admin)
+	if err != nil || fetched.ErrorCode != 0 {
+		t.Fatalf("OffsetFetch: %v %+v", err, fetched)
+	}
+	sum := int64(0)
+	for _, tp := range fetched.Topics {
+		for _, p := range tp.Partitions {
+			sum += p.Offset
+		}
+	}
+	if sum != 2*records {
+		t.Errorf("committed offsets sum to %d, want %d", sum, 2*records)
+	}
+}
