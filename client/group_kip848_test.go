@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,30 @@ import (
 
 	"github.com/sluice-mq/sluice/client"
 )
+
+// kip848GroupConfigs gives group short KIP-848 heartbeat and session settings and returns the
+// franz-go client it used, for admin requests.
+func kip848GroupConfigs(t *testing.T, ctx context.Context, address, group string) *kgo.Client {
+	t.Helper()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(address))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	resource := kmsg.NewIncrementalAlterConfigsRequestResource()
+	resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for key, value := range map[string]string{"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": "6000"} {
+		config := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		config.Name, config.Value = key, kmsg.StringPtr(value)
+		resource.Configs = append(resource.Configs, config)
+	}
+	alter.Resources = append(alter.Resources, resource)
+	if resp, err := alter.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group configs: %v %+v", err, resp)
+	}
+	return admin
+}
 
 // Two of our members with the KIP-848 protocol and one franz-go KIP-848 member share a group on a
 // six-partition topic: the broker's uniform assignor gives each two partitions, a partition is
@@ -25,24 +50,7 @@ func TestGroupKIP848MixedWithFranzGo(t *testing.T) {
 	createTopic(t, c, topic, partitions)
 	producer := newProducer(t, c, client.WithPartitioner(client.ManualPartitioner()), client.WithLinger(time.Millisecond))
 
-	admin, err := kgo.NewClient(kgo.SeedBrokers(address))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	resource := kmsg.NewIncrementalAlterConfigsRequestResource()
-	resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	for key, value := range map[string]string{"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": "6000"} {
-		config := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		config.Name, config.Value = key, kmsg.StringPtr(value)
-		resource.Configs = append(resource.Configs, config)
-	}
-	alter.Resources = append(alter.Resources, resource)
-	if resp, err := alter.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("alter group configs: %v %+v", err, resp)
-	}
-
+	admin := kip848GroupConfigs(t, ctx, address, group)
 	w := newGroupWorld()
 	// assignedWhileOwned counts assignments of a partition another member still owned.
 	assignedWhileOwned := 0
@@ -160,5 +168,54 @@ func TestGroupKIP848MixedWithFranzGo(t *testing.T) {
 	}
 	if sum != 2*records {
 		t.Errorf("committed offsets sum to %d, want %d", sum, 2*records)
+	}
+}
+
+// A static KIP-848 member closing leaves with epoch -2 and keeps its place: restarted under its
+// instance id (with a new member id) it gets its partitions back, even under the range assignor,
+// and the other members see no assignment change.
+func TestGroupKIP848StaticMemberRestarts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTestTimeout)
+	defer cancel()
+	address := startGroupBroker(t)
+	c := newClient(t, address)
+	const topic, group, partitions = "kip848-static", "kip848-static", 6
+	createTopic(t, c, topic, partitions)
+	kip848GroupConfigs(t, ctx, address, group)
+
+	w := newGroupWorld()
+	start := func(name string) *groupMember {
+		return startMember(t, w, address, group, topic, name, client.WithGroupProtocol(client.GroupProtocolConsumer),
+			client.WithServerAssignor("range"), client.WithInstanceID(name))
+	}
+	members := map[string]*groupMember{}
+	for _, name := range []string{"s1", "s2", "s3"} {
+		members[name] = start(name)
+	}
+	w.await(t, ctx, "three static members owning two partitions each", func() bool {
+		return w.exclusiveLocked(topic, partitions, "s1", "s2", "s3") && len(w.owners["s1"]) == 2
+	})
+	before := members["s2"].consumer.Membership()
+	w.mu.Lock()
+	owned := maps(w.owners["s2"])
+	eventsBefore := w.events["s1"] + w.events["s3"]
+	w.mu.Unlock()
+
+	members["s2"].close(t)
+	w.await(t, ctx, "s2 revoked", func() bool { return len(w.owners["s2"]) == 0 })
+	restarted := start("s2")
+	w.await(t, ctx, "s2 back", func() bool { return len(w.owners["s2"]) == len(owned) })
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if got := maps(w.owners["s2"]); !slices.Equal(got, owned) {
+		t.Errorf("restarted s2 owns %v, before %v", got, owned)
+	}
+	after := restarted.consumer.Membership()
+	if after.MemberID == before.MemberID || after.Generation < before.Generation {
+		t.Errorf("restarted s2: %+v, before %+v; want a new member id, its epoch not behind", after, before)
+	}
+	if events := w.events["s1"] + w.events["s3"]; events != eventsBefore {
+		t.Errorf("s1 and s3 saw %d assignment changes during the restart", events-eventsBefore)
 	}
 }
