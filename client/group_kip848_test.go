@@ -15,6 +15,10 @@ import (
 // kip848GroupConfigs gives group short KIP-848 heartbeat and session settings and returns the
 // franz-go client it used, for admin requests.
 func kip848GroupConfigs(t *testing.T, ctx context.Context, address, group string) *kgo.Client {
+	return kip848GroupConfigsWith(t, ctx, address, group, "6000")
+}
+
+func kip848GroupConfigsWith(t *testing.T, ctx context.Context, address, group, sessionMillis string) *kgo.Client {
 	t.Helper()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(address))
 	if err != nil {
@@ -24,7 +28,7 @@ func kip848GroupConfigs(t *testing.T, ctx context.Context, address, group string
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	resource := kmsg.NewIncrementalAlterConfigsRequestResource()
 	resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	for key, value := range map[string]string{"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": "6000"} {
+	for key, value := range map[string]string{"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": sessionMillis} {
 		config := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		config.Name, config.Value = key, kmsg.StringPtr(value)
 		resource.Configs = append(resource.Configs, config)
@@ -217,5 +221,96 @@ func TestGroupKIP848StaticMemberRestarts(t *testing.T) {
 	}
 	if events := w.events["s1"] + w.events["s3"]; events != eventsBefore {
 		t.Errorf("s1 and s3 saw %d assignment changes during the restart", events-eventsBefore)
+	}
+}
+
+// A KIP-848 member of ours whose OnAssigned callback holds its heartbeats past the session timeout
+// is dropped by the broker (its partitions go back to the franz-go member); it then learns so
+// (UNKNOWN_MEMBER_ID), loses its partitions (OnLost, no commit), rejoins at epoch 0 and gets its
+// share back. Every record is read at least once.
+func TestGroupKIP848MemberDroppedRejoins(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTestTimeout)
+	defer cancel()
+	address := startGroupBroker(t)
+	c := newClient(t, address)
+	const topic, group, partitions, records = "kip848-dropped", "kip848-dropped", 4, 400
+	createTopic(t, c, topic, partitions)
+	producer := newProducer(t, c, client.WithPartitioner(client.ManualPartitioner()), client.WithLinger(time.Millisecond))
+	kip848GroupConfigsWith(t, ctx, address, group, "1000")
+
+	w := newGroupWorld()
+	franzOwns := func(assigned bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			var tps []client.TopicPartition
+			for _, p := range m[topic] {
+				tps = append(tps, client.TopicPartition{Topic: topic, Partition: p})
+			}
+			w.own("franz", tps, assigned)
+		}
+	}
+	franz, err := kgo.NewClient(kgo.SeedBrokers(address), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.OnPartitionsAssigned(franzOwns(true)), kgo.OnPartitionsRevoked(franzOwns(false)), kgo.OnPartitionsLost(franzOwns(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	franzDone := make(chan struct{})
+	go func() {
+		defer close(franzDone)
+		for {
+			fetches := franz.PollFetches(ctx)
+			if fetches.IsClientClosed() || ctx.Err() != nil {
+				return
+			}
+			fetches.EachRecord(func(r *kgo.Record) { w.deliver(r.Topic, r.Partition, r.Offset) })
+		}
+	}()
+	defer func() { franz.Close(); <-franzDone }()
+	w.await(t, ctx, "franz-go owning every partition", func() bool { return w.exclusiveLocked(topic, partitions, "franz") })
+	produceSpread(t, producer, topic, partitions, 0, records)
+
+	var lost [][]client.TopicPartition
+	first := true
+	member := startMember(t, w, address, group, topic, "ours", client.WithGroupProtocol(client.GroupProtocolConsumer),
+		client.WithOnAssigned(func(_ context.Context, tps []client.TopicPartition) {
+			w.own("ours", tps, true)
+			if !first {
+				return
+			}
+			first = false
+			// Hold the heartbeats until the broker gave everything back to franz-go.
+			for {
+				w.mu.Lock()
+				back, changed := len(w.owners["franz"]) == partitions, w.changed
+				w.mu.Unlock()
+				if back {
+					return
+				}
+				select {
+				case <-changed:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}),
+		client.WithOnLost(func(_ context.Context, tps []client.TopicPartition) {
+			w.mu.Lock()
+			lost = append(lost, tps)
+			w.mu.Unlock()
+			w.own("ours", tps, false)
+		}))
+	w.await(t, ctx, "ours lost its partitions and rejoined for two of them", func() bool {
+		return len(lost) == 1 && w.exclusiveLocked(topic, partitions, "ours", "franz")
+	})
+	if m := member.consumer.Membership(); m.Generation <= 0 {
+		t.Errorf("after the rejoin: %+v", m)
+	}
+	produceSpread(t, producer, topic, partitions, records, records)
+	w.await(t, ctx, "every record", func() bool { unique, _ := w.uniqueLocked(); return unique >= 2*records })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(lost[0]) != partitions/2 {
+		t.Errorf("lost %v, want the %d partitions it owned", lost[0], partitions/2)
 	}
 }
