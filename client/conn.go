@@ -46,6 +46,7 @@ var clientMaxVersions = map[int16]int16{
 	28: 3,  // TxnOffsetCommit (3 carries the member and generation)
 	32: 4,  // DescribeConfigs
 	44: 1,  // IncrementalAlterConfigs
+	68: 1,  // ConsumerGroupHeartbeat (v1: the member chooses its id)
 	76: 1,  // ShareGroupHeartbeat
 	77: 1,  // ShareGroupDescribe
 	78: 2,  // ShareFetch

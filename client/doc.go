@@ -60,7 +60,11 @@
 // then a commit of those positions: the next owner starts after the last record Poll returned
 // here. The leader assigns with a Balancer ("range", "cooperative-sticky": pure functions in
 // assign_*.go) over the standard ConsumerProtocol bytes (group_protocol.go), so members of other
-// clients can share the group. A second goroutine commits every WithAutoCommitInterval.
+// clients can share the group. A second goroutine commits every WithAutoCommitInterval. With
+// WithGroupProtocol(GroupProtocolConsumer) the background goroutine speaks KIP-848 instead
+// (group_kip848.go): ConsumerGroupHeartbeat carries the subscription and owned partitions, the
+// broker assigns, revocations are committed and reported before the broker hands the partitions
+// on, and commits carry the member epoch.
 //
 // # Transactions
 //

@@ -26,6 +26,11 @@ import (
 // partitions are committed after the OnRevoked callback (WithCommitOnRevoke), and no record of a
 // revoked partition is returned by Poll once its position has been read for that commit, so a
 // clean rebalance hands the next owner exactly the records this member was not given.
+//
+// With WithGroupProtocol(GroupProtocolConsumer) the member speaks KIP-848 instead
+// (group_kip848.go): ConsumerGroupHeartbeat in place of JoinGroup, SyncGroup and Heartbeat, the
+// broker's assignor in place of the balancers, the member epoch in place of the generation.
+// Everything else (positions, commits, callbacks, Poll) is shared.
 type GroupConsumer struct {
 	client      *Client
 	consumer    *Consumer
@@ -80,8 +85,8 @@ const (
 type GroupMembership struct {
 	MemberID   string // "" before the first JoinGroup answer
 	InstanceID string // WithInstanceID; "" for a dynamic member
-	Generation int32  // -1 before the first generation
-	Protocol   string // the balancer the group chose
+	Generation int32  // -1 before the first generation; GroupProtocolConsumer: the member epoch
+	Protocol   string // the balancer the group chose; GroupProtocolConsumer: WithServerAssignor
 	Leader     bool   // whether this member computed the assignment
 }
 
@@ -131,7 +136,11 @@ func NewGroupConsumer(c *Client, group string, topics []string, opts ...GroupOpt
 	g.workers.Add(1)
 	go func() {
 		defer g.workers.Done()
-		g.manage(g.stopped)
+		if cfg.groupProtocol == GroupProtocolConsumer {
+			g.manageConsumerProtocol(g.stopped)
+		} else {
+			g.manage(g.stopped)
+		}
 	}()
 	if cfg.autoCommitInterval > 0 {
 		g.workers.Add(1)
@@ -323,8 +332,9 @@ func (g *GroupConsumer) CommittedOffsets(ctx context.Context, partitions ...Topi
 
 // Close leaves the group cleanly: it stops the background goroutines, revokes every partition
 // (OnRevoked, then the commit on revoke), sends LeaveGroup (dynamic members only: a static member
-// keeps its place until its session timeout, so that a restart does not rebalance the group) and
-// closes the Consumer. ctx bounds the commit and the leave; the error joins their failures.
+// keeps its place until its session timeout, so that a restart does not rebalance the group; under
+// GroupProtocolConsumer a ConsumerGroupHeartbeat at epoch -1, or -2 keeping a static member's
+// place) and closes the Consumer. ctx bounds the commit and the leave; the error joins their failures.
 func (g *GroupConsumer) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.mu.closed {
@@ -345,7 +355,10 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 		if err := g.revoke(ctx, g.Assigned()); err != nil {
 			errs = append(errs, err)
 		}
-		if g.cfg.instanceID == "" {
+		switch {
+		case g.cfg.groupProtocol == GroupProtocolConsumer:
+			errs = append(errs, g.leaveConsumerProtocol(ctx))
+		case g.cfg.instanceID == "":
 			errs = append(errs, g.leave(ctx))
 		}
 	}

@@ -14,6 +14,8 @@ type GroupOption func(*groupConfig)
 
 type groupConfig struct {
 	// Membership.
+	groupProtocol     GroupProtocol
+	serverAssignor    string // GroupProtocolConsumer: "" lets the broker choose
 	balancers         []Balancer
 	sessionTimeout    time.Duration
 	rebalanceTimeout  time.Duration
@@ -68,6 +70,9 @@ func (c *groupConfig) validate() error {
 	if c.heartbeatInterval >= c.sessionTimeout {
 		errs = append(errs, errors.New("heartbeat interval must be shorter than the session timeout"))
 	}
+	if c.groupProtocol > GroupProtocolConsumer {
+		errs = append(errs, errors.New("unknown group protocol"))
+	}
 	if c.autoCommitInterval < 0 {
 		errs = append(errs, errors.New("auto commit interval must not be negative"))
 	}
@@ -75,6 +80,39 @@ func (c *groupConfig) validate() error {
 		errs = append(errs, errors.New("reset offset must be AtStart, AtEnd or AtTime"))
 	}
 	return errors.Join(errs...)
+}
+
+// GroupProtocol is the membership protocol a GroupConsumer speaks with its coordinator.
+type GroupProtocol uint8
+
+const (
+	// GroupProtocolClassic is JoinGroup/SyncGroup/Heartbeat: the members' leader runs the balancer.
+	GroupProtocolClassic GroupProtocol = iota
+	// GroupProtocolConsumer is KIP-848's ConsumerGroupHeartbeat: the broker assigns partitions
+	// (WithServerAssignor), incrementally, revoking before it reassigns; commits carry the member
+	// epoch. The group id must not be in use by a classic group (and the reverse).
+	GroupProtocolConsumer
+)
+
+func (p GroupProtocol) String() string {
+	if p == GroupProtocolConsumer {
+		return "consumer"
+	}
+	return "classic"
+}
+
+// WithGroupProtocol chooses the membership protocol. With GroupProtocolConsumer the balancers,
+// session timeout and heartbeat interval options are not used: the group's configs
+// (consumer.session.timeout.ms, consumer.heartbeat.interval.ms) decide, and the broker assigns.
+// Default: GroupProtocolClassic.
+func WithGroupProtocol(p GroupProtocol) GroupOption {
+	return func(c *groupConfig) { c.groupProtocol = p }
+}
+
+// WithServerAssignor names the broker-side assignor (GroupProtocolConsumer only: "uniform" or
+// "range" on sluice and Kafka). Default: "" (the broker's default).
+func WithServerAssignor(name string) GroupOption {
+	return func(c *groupConfig) { c.serverAssignor = name }
 }
 
 // WithBalancers sets the assignment protocols this member offers, most preferred first. The group

@@ -79,6 +79,9 @@ const (
 type subscriber struct {
 	id     string
 	topics []string // resolved, sorted
+	// rangeKey orders members for the range assignor: the instance id of a static member (so a
+	// static member restarting under a new member id keeps its ranges), else the member id.
+	rangeKey string
 }
 
 // assignUniform spreads every subscribed partition as evenly as the subscriptions allow, keeping
@@ -135,18 +138,22 @@ func assignUniform(members []subscriber, topics map[string]TopicInfo, previous m
 	return byMember(members, owner)
 }
 
-// assignRange gives each member, per topic, a contiguous range of partitions, members in id order
-// (co-partitioned topics land together).
+// assignRange gives each member, per topic, a contiguous range of partitions, members in rangeKey
+// order (co-partitioned topics land together).
 func assignRange(members []subscriber, topics map[string]TopicInfo) map[string]Assignment {
 	owner := map[TopicPartition]string{}
-	byTopic := map[string][]string{}
+	byTopic := map[string][]subscriber{}
 	for _, m := range members {
 		for _, name := range m.topics {
-			byTopic[name] = append(byTopic[name], m.id)
+			byTopic[name] = append(byTopic[name], m)
 		}
 	}
-	for name, ids := range byTopic {
-		slices.Sort(ids)
+	for name, subscribers := range byTopic {
+		slices.SortFunc(subscribers, func(a, b subscriber) int { return cmp.Or(cmp.Compare(a.rangeKey, b.rangeKey), cmp.Compare(a.id, b.id)) })
+		ids := make([]string, len(subscribers))
+		for i, m := range subscribers {
+			ids[i] = m.id
+		}
 		info := topics[name]
 		n := int(info.Partitions)
 		per, extra := n/len(ids), n%len(ids)

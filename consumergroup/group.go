@@ -1,6 +1,7 @@
 package consumergroup
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -306,7 +307,7 @@ func (g *Group) refreshTarget(topics map[string]TopicInfo) {
 	var fingerprint strings.Builder
 	seen := map[string]bool{}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
-		s := subscriber{id: id, topics: resolve(g.members[id], topics)}
+		s := subscriber{id: id, topics: resolve(g.members[id], topics), rangeKey: cmp.Or(g.members[id].InstanceID, id)}
 		subscribers = append(subscribers, s)
 		for _, name := range s.topics {
 			seen[name] = true

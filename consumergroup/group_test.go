@@ -149,6 +149,38 @@ func TestStaticMemberRejoinsWithItsAssignment(t *testing.T) {
 	}
 }
 
+// A static member restarting under a new member id keeps its ranges under the range assignor,
+// which orders static members by instance id: the other member is not moved.
+func TestStaticMemberKeepsItsRanges(t *testing.T) {
+	g := New("g", DefaultConfig())
+	now := time.Unix(0, 0)
+	assignor := AssignorRange
+	subscribe := func(instance string) HeartbeatRequest {
+		return HeartbeatRequest{InstanceID: instance, SubscribedNames: []string{"a"}, ServerAssignor: &assignor}
+	}
+	first, second := &client{id: "m"}, &client{id: "n"}
+	for range 3 {
+		first.beat(t, g, now, subscribe("i1"))
+		second.beat(t, g, now, subscribe("i2"))
+	}
+	owned := first.owned.Clone()
+	if owned.Len() != 3 {
+		t.Fatalf("i1 owns %v", owned)
+	}
+	if _, err := g.Heartbeat(now, HeartbeatRequest{MemberID: "m", MemberEpoch: -2}, topics()); err != nil {
+		t.Fatal(err)
+	}
+	back := &client{id: "z"} // sorts after n: ordered by member id it would take the upper range
+	for range 3 {
+		back.beat(t, g, now, subscribe("i1"))
+		second.beat(t, g, now, subscribe("i2"))
+	}
+	if !back.owned.Equal(owned) {
+		t.Fatalf("static member came back with %v, had %v", back.owned, owned)
+	}
+	checkExclusive(t, []*client{back, second})
+}
+
 func TestRegexSubscription(t *testing.T) {
 	g := New("g", DefaultConfig())
 	a := &client{id: "a"}
