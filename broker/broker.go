@@ -199,7 +199,7 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.closing.Store(true)
 		b.registry.forEach(func(p *partition) { p.appended() })
 		close(b.stop)
-		b.groups.close() // parked JoinGroup/SyncGroup answer now, not after a rebalance
+		b.groups.close()      // parked JoinGroup/SyncGroup answer now, not after a rebalance
 		b.shares.wakeParked() // parked ShareFetches answer now
 		if b.server != nil {
 			errs = append(errs, b.server.Close(ctx))
