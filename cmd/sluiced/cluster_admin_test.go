@@ -242,12 +242,12 @@ func TestClusterControllerDeathDuringTopicCreation(t *testing.T) {
 		converged = first
 		return true
 	}
-	for deadline := time.Now().Add(60 * time.Second); !agree(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the nodes do not agree on complete topics with full ISRs within 60 s: %s", why)
+	t.Cleanup(func() {
+		if t.Failed() && why != "" {
+			t.Logf("last disagreement: %s", why)
 		}
-		time.Sleep(100 * time.Millisecond) // polling interval
-	}
+	})
+	eventually(t, 60*time.Second, "the nodes agree on complete topics with full ISRs", agree)
 	for _, name := range created {
 		if _, ok := converged[name]; !ok {
 			t.Errorf("topic %s: creation acknowledged, topic absent", name)

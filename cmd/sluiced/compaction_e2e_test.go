@@ -297,11 +297,5 @@ func readWithSluiceClient(t testing.TB, address, topic string, end int64) []cons
 // awaitMetric polls condition until it holds (60 s at most).
 func awaitMetric(t testing.TB, what string, condition func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !condition() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 60*time.Second, what, condition)
 }
