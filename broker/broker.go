@@ -64,7 +64,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
-	b.metrics = newBrokerMetrics(cfg.Metrics)
+	b.metrics = newBrokerMetrics(cfg.Metrics, newTopicMetrics(cfg.MetricsMaxTopics, b.holdsTopic))
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
 	if err != nil {
 		return nil, err

@@ -84,6 +84,9 @@ type Config struct {
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set
+	// MetricsMaxTopics bounds the topics with series of their own in the per-topic metrics
+	// (metrics_topics.go); the traffic of further topics counts under topic="__other".
+	MetricsMaxTopics int
 }
 
 // DefaultConfig returns a single-node broker listening on Kafka's default port.
@@ -112,6 +115,7 @@ func DefaultConfig() Config {
 		MaxBufferedOutputBytes:   256 << 20,
 		ConnectionsMaxIdle:       10 * time.Minute,
 		RequestReceiveTimeout:    time.Minute,
+		MetricsMaxTopics:         500,
 	}
 }
 
@@ -152,6 +156,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Cleaner.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.MetricsMaxTopics < 0 {
+		errs = append(errs, fmt.Errorf("metrics max topics %d is negative", c.MetricsMaxTopics))
 	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, fmt.Errorf("max connections %d is negative", c.MaxConnections))

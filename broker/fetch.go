@@ -28,6 +28,7 @@ import (
 
 type fetchPartitionResult struct {
 	partition      int32
+	fetchOffset    int64 // the request's, for sluice_topic_records_out_total
 	errorCode      int16
 	highWatermark  int64
 	lastStable     int64 // the last stable offset (fetch_txn.go)
@@ -156,7 +157,7 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 	for _, rt := range req.Topics {
 		topic := fetchTopicResult{topic: rt.Topic, topicID: rt.TopicID, partitions: make([]fetchPartitionResult, 0, len(rt.Partitions))}
 		for _, rp := range rt.Partitions {
-			result := fetchPartitionResult{partition: rp.Partition, highWatermark: -1, lastStable: -1, logStartOffset: -1}
+			result := fetchPartitionResult{partition: rp.Partition, fetchOffset: rp.FetchOffset, highWatermark: -1, lastStable: -1, logStartOffset: -1}
 			if req.Version >= 13 && rt.Topic == "" {
 				result.errorCode = protocol.UnknownTopicID.Code
 				failed = true
@@ -291,6 +292,7 @@ func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int1
 		b.metrics.replicationSentBytes.Add(int(sent))
 	} else {
 		b.metrics.fetchedBytes.Add(int(sent))
+		b.metrics.topics.countFetch(results) // metrics_topics.go
 	}
 	if errorCode != 0 {
 		r.failed()

@@ -16,7 +16,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"sync"
@@ -320,34 +319,4 @@ func groupCommitErrorCode(err error) int16 {
 		return protocol.CoordinatorNotAvailable.Code
 	}
 	return protocol.CodeFor(err)
-}
-
-// writeGroupLag writes sluice_group_lag{group,topic,partition}: log end offset minus the committed
-// offset, for every committed partition this broker leads.
-func (b *Broker) writeGroupLag(w io.Writer) {
-	offsets := b.coordinator.Offsets()
-	for _, groupID := range offsets.Groups() {
-		committed := offsets.Group(groupID)
-		partitions := make([]coordinator.TopicPartition, 0, len(committed))
-		for tp := range committed {
-			partitions = append(partitions, tp)
-		}
-		slices.SortFunc(partitions, func(a, b coordinator.TopicPartition) int {
-			if a.Topic != b.Topic {
-				if a.Topic < b.Topic {
-					return -1
-				}
-				return 1
-			}
-			return int(a.Partition) - int(b.Partition)
-		})
-		for _, tp := range partitions {
-			p, err := b.registry.partition(tp.Topic, tp.Partition)
-			if err != nil {
-				continue
-			}
-			lag := max(p.log.LogEndOffset()-committed[tp].Offset, 0)
-			fmt.Fprintf(w, "sluice_group_lag{group=%q,topic=%q,partition=\"%d\"} %d\n", groupID, tp.Topic, tp.Partition, lag)
-		}
-	}
 }

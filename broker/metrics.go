@@ -19,20 +19,29 @@ type brokerMetrics struct {
 	producedBytes   *metrics.Counter
 	producedRecords *metrics.Counter
 	fetchedBytes    *metrics.Counter
-	fsyncSeconds    *metrics.Histogram
+	fsyncSeconds    *metrics.PrometheusHistogram
 	// replicationSentBytes counts record bytes sent to followers' fetches (fetchedBytes counts
 	// consumers'); leaderElections counts partitions this broker took over at a new epoch.
 	replicationSentBytes *metrics.Counter
 	leaderElections      *metrics.Counter
+	// topics holds the per-topic counters (metrics_topics.go).
+	topics *topicMetrics
 }
 
 type apiMetrics struct {
 	requests *metrics.Counter
 	errors   *metrics.Counter
-	seconds  *metrics.Histogram
+	seconds  *metrics.PrometheusHistogram
 }
 
-func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
+// latencyBuckets are the upper bounds, in seconds, of the broker's latency histograms: 50 µs to
+// 30 s. They are Prometheus histograms (le buckets) so histogram_quantile works on them.
+var latencyBuckets = []float64{
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+}
+
+func newBrokerMetrics(set *metrics.Set, topics *topicMetrics) *brokerMetrics {
 	if set == nil {
 		set = metrics.NewSet() // private and never scraped: keeps the hot path free of nil checks
 	}
@@ -42,9 +51,10 @@ func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 		producedBytes:        set.NewCounter("sluice_produce_bytes_total"),
 		producedRecords:      set.NewCounter("sluice_produce_records_total"),
 		fetchedBytes:         set.NewCounter("sluice_fetch_bytes_total"),
-		fsyncSeconds:         set.NewHistogram("sluice_log_fsync_duration_seconds"),
+		fsyncSeconds:         set.NewPrometheusHistogramExt("sluice_log_fsync_duration_seconds", latencyBuckets),
 		replicationSentBytes: set.NewCounter("sluice_replication_sent_bytes_total"),
 		leaderElections:      set.NewCounter("sluice_leader_elections_total"),
+		topics:               topics,
 	}
 }
 
@@ -66,7 +76,7 @@ func (m *brokerMetrics) api(key int16) *apiMetrics {
 	a := &apiMetrics{
 		requests: m.set.NewCounter(fmt.Sprintf(`sluice_requests_total{api=%q}`, name)),
 		errors:   m.set.NewCounter(fmt.Sprintf(`sluice_request_errors_total{api=%q}`, name)),
-		seconds:  m.set.NewHistogram(fmt.Sprintf(`sluice_request_duration_seconds{api=%q}`, name)),
+		seconds:  m.set.NewPrometheusHistogramExt(fmt.Sprintf(`sluice_request_duration_seconds{api=%q}`, name), latencyBuckets),
 	}
 	m.byAPI[key] = a
 	return a
@@ -85,9 +95,15 @@ func (m *brokerMetrics) observeFsync(d time.Duration) { m.fsyncSeconds.Update(d.
 // reports the same count).
 func (b *Broker) WriteMetrics(w io.Writer) {
 	underReplicated := 0
+	var logBytes int64
+	segments := 0
 	b.registry.forEach(func(p *partition) {
 		labels := fmt.Sprintf(`{topic=%q,partition="%d"}`, p.topic, p.index)
 		logStart, logEnd, size := p.log.LogStartOffset(), p.log.LogEndOffset(), p.log.Size()
+		logBytes += size
+		partitionSegments := p.log.SegmentCount()
+		segments += partitionSegments
+		fmt.Fprintf(w, "sluice_partition_segments%s %d\n", labels, partitionSegments)
 		fmt.Fprintf(w, "sluice_partition_log_end_offset%s %d\n", labels, logEnd)
 		fmt.Fprintf(w, "sluice_partition_log_start_offset%s %d\n", labels, logStart)
 		fmt.Fprintf(w, "sluice_partition_flushed_offset%s %d\n", labels, p.log.FlushedOffset())
@@ -123,6 +139,11 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "sluice_offline_partitions %d\n", offline)
+	b.writeDataDirMetrics(w, logBytes, segments)
+	if b.server != nil {
+		fmt.Fprintf(w, "sluice_listener_connections{listener=\"kafka\",address=%q} %d\n", b.server.Addr().String(), b.server.Connections())
+	}
 	b.writeGroupLag(w)
 	b.writeCleanerMetrics(w)
+	b.metrics.topics.write(w)
 }

@@ -38,10 +38,12 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 		for _, rt := range req.Topics {
 			t := kmsg.NewProduceResponseTopic()
 			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			counters := b.metrics.topics.topic(rt.Topic)
 			for _, rp := range rt.Partitions {
 				p := kmsg.NewProduceResponseTopicPartition()
 				p.Partition, p.ErrorCode = rp.Partition, code
 				t.Partitions = append(t.Partitions, p)
+				counters.failed("Produce", code)
 			}
 			resp.Topics = append(resp.Topics, t)
 		}
@@ -62,6 +64,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 		lastOffset int64
 		minInsync  int
 		result     *kmsg.ProduceResponseTopicPartition
+		counters   *topicCounters
 	}
 	var flushes []pendingFlush
 	anyError := false
@@ -75,6 +78,8 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 				unknownID = fmt.Errorf("broker: no topic has id %x: %w", rt.TopicID, protocol.UnknownTopicID)
 			}
 		}
+		counters := b.metrics.topics.topic(rt.Topic) // metrics_topics.go
+		counters.produceRequests.Add(1)
 		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for i, rp := range rt.Partitions {
 			result := &t.Partitions[i]
@@ -84,7 +89,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 			var appended segment.AppendResult
 			err := unknownID
 			if err == nil {
-				p, appended, err = b.produceToPartition(rt.Topic, rp.Partition, rp.Records, req.Acks, req.TransactionID != nil)
+				p, appended, err = b.produceToPartition(counters, rt.Topic, rp.Partition, rp.Records, req.Acks, req.TransactionID != nil)
 			}
 			if p != nil {
 				result.LogStartOffset = p.log.LogStartOffset()
@@ -95,11 +100,12 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 					result.ErrorMessage = errorMessage(err)
 				}
 				anyError = true
+				counters.failed("Produce", result.ErrorCode)
 				continue
 			}
 			result.BaseOffset = appended.BaseOffset
 			if req.Acks == -1 {
-				flushes = append(flushes, pendingFlush{partition: p, lastOffset: appended.LastOffset, minInsync: p.state.Load().minInsync, result: result})
+				flushes = append(flushes, pendingFlush{partition: p, lastOffset: appended.LastOffset, minInsync: p.state.Load().minInsync, result: result, counters: counters})
 			}
 		}
 		resp.Topics = append(resp.Topics, t)
@@ -134,6 +140,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 				for i, f := range flushes {
 					if f.result.ErrorCode == 0 && !acked[i] {
 						f.result.ErrorCode = protocol.RequestTimedOut.Code
+						f.counters.failed("Produce", f.result.ErrorCode)
 					}
 				}
 				r.failed()
@@ -153,6 +160,7 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 					if f.result.ErrorCode == protocol.UnknownServerError.Code {
 						f.result.ErrorCode = protocol.KafkaStorageError.Code
 					}
+					f.counters.failed("Produce", f.result.ErrorCode)
 					r.failed()
 				}
 				if remaining--; remaining == 0 {
@@ -166,8 +174,9 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 	}
 }
 
-// produceToPartition checks and appends one partition's batches.
-func (b *Broker) produceToPartition(topic string, index int32, records []byte, acks int16, transactional bool) (*partition, segment.AppendResult, error) {
+// produceToPartition checks and appends one partition's batches; what it appends counts in
+// counters too (the topic's, metrics_topics.go).
+func (b *Broker) produceToPartition(counters *topicCounters, topic string, index int32, records []byte, acks int16, transactional bool) (*partition, segment.AppendResult, error) {
 	if coordinator.IsInternalTopicName(topic) {
 		// Kafka refuses client writes to internal topics this way; sluice's __consumer_offsets is
 		// not even a log (offsets live in the Raft coordinator).
@@ -222,8 +231,11 @@ func (b *Broker) produceToPartition(topic string, index int32, records []byte, a
 	if duplicate {
 		return p, appended, nil // answered with the original offsets; nothing appended
 	}
+	appendedRecords := appended.LastOffset - appended.BaseOffset + 1
 	b.metrics.producedBytes.Add(len(records))
-	b.metrics.producedRecords.Add(int(appended.LastOffset - appended.BaseOffset + 1))
+	b.metrics.producedRecords.Add(int(appendedRecords))
+	counters.bytesIn.Add(uint64(len(records)))
+	counters.recordsIn.Add(uint64(appendedRecords))
 	p.appended()
 	return p, appended, nil
 }

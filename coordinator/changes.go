@@ -343,10 +343,12 @@ func (c *Coordinator) propose(ctx context.Context, cmd command) (applyResult, er
 		}
 		timeout = min(timeout, remaining)
 	}
+	proposed := time.Now()
 	future := c.raft.Apply(entry, timeout)
 	if err := future.Error(); err != nil {
 		return applyResult{}, fmt.Errorf("coordinator: apply %s: %w", cmd.kind(), mapRaftError(err))
 	}
+	c.metrics.applySeconds.UpdateDuration(proposed) // committed and applied
 	result, ok := future.Response().(applyResult)
 	if !ok {
 		panic(fmt.Sprintf("coordinator: FSM answered %T, want applyResult", future.Response()))

@@ -217,6 +217,9 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	close(c.raftStarted)
 	c.observer = raft.NewObserver(c.observations, false, func(o *raft.Observation) bool {
 		_, isLeaderChange := o.Data.(raft.LeaderObservation)
+		if isLeaderChange {
+			c.metrics.leaderChanges.Inc()
+		}
 		return isLeaderChange
 	})
 	c.raft.RegisterObserver(c.observer)

@@ -105,10 +105,12 @@ func (c *Coordinator) proposeAsLeader(cmd command) error {
 	if err != nil {
 		return err
 	}
+	proposed := time.Now()
 	future := c.raft.Apply(entry, c.config.ApplyTimeout)
 	if err := future.Error(); err != nil {
 		return fmt.Errorf("coordinator: apply %s: %w", cmd.kind(), mapRaftError(err))
 	}
+	c.metrics.applySeconds.UpdateDuration(proposed) // committed and applied
 	if result, ok := future.Response().(applyResult); ok && result.err != nil {
 		return result.err
 	}

@@ -278,6 +278,9 @@ func (s *Server) FailedSignal() <-chan struct{} { return s.failure.signal }
 // Addr is the bound address, with an ephemeral port resolved.
 func (s *Server) Addr() net.Addr { return s.address }
 
+// Connections reports the open client connections (sluice_net_connections).
+func (s *Server) Connections() int64 { return s.openConnections.Load() }
+
 // SendfileBytes is the number of response bytes this server sent with sendfile(2).
 func (s *Server) SendfileBytes() uint64 { return s.sendfileBytes.Load() }
 

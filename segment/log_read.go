@@ -16,6 +16,7 @@ type Slice struct {
 	Position    int64
 	Size        int64
 	FirstOffset int64 // base offset of the first batch in the range
+	NextOffset  int64 // offset after the last batch in the range; 0 when the range is empty
 }
 
 // Slice returns the batches from the one holding offset onwards, ending at a batch boundary, within
@@ -72,8 +73,8 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 	// boundary counts only when confirmed: the end of the run, or a header there with the offset the
 	// batch before it ends at. So a batch whose length or offset delta was damaged below what recovery
 	// verified is never served as whole, nor are the bytes after it.
-	end := position + int64(first.Size())
-	if !boundary(r, end, first.NextOffset(), limit) {
+	end, next := position+int64(first.Size()), first.NextOffset()
+	if !boundary(r, end, next, limit) {
 		return l.sliceOneBatch(s, position, first, upTo, run, fmt.Errorf("segment %d: batch at %d (offset %d) does not end where a batch with offset %d starts: %w",
 			s.baseOffset, position, first.BaseOffset, first.NextOffset(), batch.ErrCorrupt))
 	}
@@ -85,7 +86,7 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 		scan := end
 		// Skip ahead to an index entry within the budget, if the batch there is the one it names.
 		if entry := s.offsets.LookupPosition(budgetEnd); entry.Position > end && boundary(r, entry.Position, entry.Offset, limit) {
-			scan = entry.Position
+			scan, next = entry.Position, entry.Offset
 		}
 		for scan < budgetEnd {
 			h, err := r.at(scan)
@@ -93,10 +94,11 @@ func (l *Log) Slice(offset, maxBytes, upTo int64) (Slice, error) {
 				break
 			}
 			scan += int64(h.Size())
+			next = h.NextOffset()
 		}
 		end = scan
 	}
-	return Slice{File: s.file, Position: position, Size: end - position, FirstOffset: first.BaseOffset}, nil
+	return Slice{File: s.file, Position: position, Size: end - position, FirstOffset: first.BaseOffset, NextOffset: next}, nil
 }
 
 // sliceOneBatch is Slice when the header after the first batch does not confirm where that batch
@@ -113,7 +115,7 @@ func (l *Log) sliceOneBatch(s *segment, position int64, first batch.Header, upTo
 		raw := make([]byte, first.Size())
 		if _, err := s.file.ReadAt(raw, position); err == nil {
 			if h, err := batch.Validate(raw); err == nil && h.BaseOffset == first.BaseOffset && h.Size() == first.Size() {
-				return Slice{File: s.file, Position: position, Size: end - position, FirstOffset: first.BaseOffset}, nil
+				return Slice{File: s.file, Position: position, Size: end - position, FirstOffset: first.BaseOffset, NextOffset: first.NextOffset()}, nil
 			}
 		}
 	}

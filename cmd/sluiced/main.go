@@ -95,6 +95,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.Int64Var(&b.MaxBufferedOutputBytes, "max-buffered-output-bytes", cfg.MaxBufferedOutputBytes, "response bytes waiting for slow readers, over all connections; past it the connection holding the most is closed")
 	fs.DurationVar(&b.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "connections.max.idle.ms as a duration: close connections idle this long (0: never)")
 	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
+	fs.IntVar(&b.MetricsMaxTopics, "metrics-max-topics", cfg.MetricsMaxTopics, "topics with per-topic series (sluice_topic_*) on /metrics; the traffic of further topics counts under topic=\"__other\"")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
@@ -250,8 +251,7 @@ func run(args []string, output io.Writer) error {
 func httpHandler(set *metrics.Set, ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		set.WritePrometheus(w)
-		metrics.WriteProcessMetrics(w)
+		writeExposition(w, set) // metrics_exposition.go: with HELP and TYPE for promtool and Prometheus
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,115 @@
+package main
+
+import "strings"
+
+// metricHelps is the HELP text of every sluice_ family on /metrics. A family without an entry is
+// exported with a placeholder that TestMetricsExposition refuses, so a new metric needs its line
+// here. Units are in the names (Prometheus conventions: _total, _seconds, _bytes).
+var metricHelps = map[string]string{
+	// Requests (broker/api.go, broker/metrics.go).
+	"sluice_requests_total":             "Kafka requests received, by API.",
+	"sluice_request_errors_total":       "Kafka requests answered with an error (or closed), by API.",
+	"sluice_request_duration_seconds":   "Time from a request's arrival to its response being queued, by API.",
+	"sluice_produce_bytes_total":        "Record-batch bytes appended by produce requests.",
+	"sluice_produce_records_total":      "Records appended by produce requests.",
+	"sluice_fetch_bytes_total":          "Record-batch bytes sent to consumers.",
+	"sluice_log_fsync_duration_seconds": "Duration of each group-commit fdatasync of a partition log.",
+	"sluice_leader_elections_total":     "Partitions this broker took over as leader at a new epoch.",
+
+	// Per topic (broker/metrics_topics.go), capped by --metrics-max-topics.
+	"sluice_topic_produce_requests_total": "Produce requests naming the topic (topic=\"__other\": past --metrics-max-topics or unknown).",
+	"sluice_topic_fetch_requests_total":   "Consumer fetch responses naming the topic.",
+	"sluice_topic_records_in_total":       "Records appended to the topic by producers.",
+	"sluice_topic_bytes_in_total":         "Record-batch bytes appended to the topic by producers.",
+	"sluice_topic_records_out_total":      "Offsets of the topic delivered to consumers (whole batches past the fetch offset).",
+	"sluice_topic_bytes_out_total":        "Record-batch bytes of the topic sent to consumers.",
+	"sluice_topic_errors_total":           "Partitions of produce and fetch requests answered with an error, by topic, API and Kafka error code.",
+
+	// Consumer lag (broker/metrics_group_lag.go), for the partitions this broker leads.
+	"sluice_group_lag_records":       "Records between a group's committed offset and the high watermark.",
+	"sluice_group_lag_seconds":       "Age of the oldest record a group has not consumed (0 when caught up).",
+	"sluice_group_total_lag_records": "A group's records lag summed over the partitions this broker leads.",
+	"sluice_group_max_lag_seconds":   "A group's largest seconds lag over the partitions this broker leads.",
+	"sluice_share_group_lag_records": "Records of a share partition not yet acknowledged (from the share-partition start offset).",
+	"sluice_share_group_lag_seconds": "Age of the oldest record at a share partition's start offset (0 when caught up).",
+
+	// Partitions and disk (broker/metrics.go, broker/metrics_disk.go, broker/log_cleaner.go).
+	"sluice_partition_log_end_offset":    "Offset after the last record of the partition's log.",
+	"sluice_partition_log_start_offset":  "First offset still in the partition's log.",
+	"sluice_partition_flushed_offset":    "Offset below which the partition's log is fsynced.",
+	"sluice_partition_size_bytes":        "Bytes of the partition's log segments.",
+	"sluice_partition_high_watermark":    "The partition's high watermark: offsets below it are committed.",
+	"sluice_partition_segments":          "Segment files of the partition's log.",
+	"sluice_partition_under_replicated":  "1 when this broker leads the partition and its ISR is smaller than its replica set.",
+	"sluice_partition_dirty_ratio":       "Share of a compacted partition's log not yet cleaned.",
+	"sluice_partition_cleaned_offset":    "Offset up to which a compacted partition's log is cleaned.",
+	"sluice_under_replicated_partitions": "Partitions this broker leads whose ISR is smaller than their replica set.",
+	"sluice_offline_partitions":          "Partitions without a leader in the cluster metadata.",
+	"sluice_follower_lag_records":        "Records a follower is behind the leader's log end, per follower of a partition this broker leads.",
+	"sluice_follower_lag_bytes":          "Bytes a follower is behind (estimated from the log's average record size).",
+	"sluice_data_dir_free_bytes":         "Bytes still usable on the file system of the data directory.",
+	"sluice_data_dir_capacity_bytes":     "Size of the file system of the data directory.",
+	"sluice_data_dir_log_bytes":          "Bytes of the partition logs in the data directory.",
+	"sluice_data_dir_segments":           "Segment files of the partition logs in the data directory.",
+	"sluice_listener_connections":        "Open client connections, by listener.",
+
+	// Log cleaner (broker/log_cleaner.go).
+	"sluice_cleaner_passes_total":           "Log cleaner passes run.",
+	"sluice_cleaner_segments_cleaned_total": "Segments the log cleaner rewrote.",
+	"sluice_cleaner_errors_total":           "Log cleaner passes that failed.",
+	"sluice_cleaner_read_bytes_total":       "Bytes the log cleaner read.",
+	"sluice_cleaner_reclaimed_bytes_total":  "Bytes the log cleaner freed.",
+	"sluice_cleaner_cleaned_bytes_total":    "Bytes the log cleaner wrote.",
+
+	// Replication (replication/manager.go).
+	"sluice_replication_fetched_bytes_total": "Record bytes this broker fetched as a follower.",
+	"sluice_replication_sent_bytes_total":    "Record bytes this broker sent to followers.",
+	"sluice_replication_truncations_total":   "Follower log truncations to a diverging leader epoch.",
+	"sluice_isr_shrinks_total":               "Followers this broker removed from an ISR as leader.",
+	"sluice_isr_expands_total":               "Followers this broker added back to an ISR as leader.",
+
+	// Controller and Raft (coordinator/metrics.go).
+	"sluice_controller_changes_total":    "Times this node saw the controller change to a known node.",
+	"sluice_controller_is_active":        "1 while this node is the controller.",
+	"sluice_controller_id":               "The controller this node knows of; -1 while it knows none.",
+	"sluice_brokers_fenced_total":        "Brokers this node, as controller, fenced for a missed session.",
+	"sluice_controller_failover_seconds": "Time from a fenced broker's last heartbeat to the commit that moved its leaderships.",
+	"sluice_raft_apply_duration_seconds": "Metadata commit latency: from proposing a command on the controller to its application.",
+	"sluice_raft_leader_changes_total":   "Raft leader changes this node observed.",
+	"sluice_raft_term":                   "Current Raft term of this node's metadata replica.",
+	"sluice_raft_commit_index":           "Raft commit index of this node's metadata replica.",
+	"sluice_raft_applied_index":          "Raft index last applied to this node's metadata.",
+	"sluice_raft_last_log_index":         "Last Raft index in this node's metadata log.",
+	"sluice_raft_is_leader":              "1 on the metadata Raft leader.",
+	"sluice_raft_last_contact_seconds":   "On a follower, time since it last heard from the Raft leader (0 on the leader, -1 never).",
+
+	// Transactions (broker/txn_coordinator.go).
+	"sluice_transactions_open":            "Transactions open on this transaction coordinator.",
+	"sluice_transactions_committed_total": "Transactions committed.",
+	"sluice_transactions_aborted_total":   "Transactions aborted.",
+	"sluice_transactions_timed_out_total": "Transactions aborted for running past their timeout.",
+
+	// Network (netpoll/server.go).
+	"sluice_net_connections":               "Open client connections.",
+	"sluice_net_connections_evicted_total": "Connections closed or refused to protect the server, by reason.",
+	"sluice_net_bytes_in_total":            "Bytes received from clients.",
+	"sluice_net_bytes_out_total":           "Bytes sent to clients.",
+	"sluice_net_sendfile_bytes_total":      "Response bytes sent from files with sendfile.",
+	"sluice_net_copied_file_bytes_total":   "Response bytes read from files and copied (sendfile unavailable).",
+	"sluice_net_frames_rejected_total":     "Request frames refused (over the size limit or malformed).",
+	"sluice_net_output_parks_total":        "Times a connection's output was parked on a full socket.",
+}
+
+// undocumentedHelp marks a sluice_ family missing from metricHelps.
+const undocumentedHelp = "Undocumented sluice metric (add it to cmd/sluiced/metrics_help.go)."
+
+func metricHelp(family string) string {
+	if help, ok := metricHelps[family]; ok {
+		return help
+	}
+	if strings.HasPrefix(family, "sluice_") {
+		return undocumentedHelp
+	}
+	// The metrics library's Go runtime and process metrics (WriteProcessMetrics, WriteFDMetrics).
+	return "Go runtime or process statistic " + family + ", as the VictoriaMetrics/metrics library reports it."
+}
