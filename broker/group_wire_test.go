@@ -171,7 +171,7 @@ func TestGroupProtocolOverTheWire(t *testing.T) {
 
 	var metrics bytes.Buffer
 	b.WriteMetrics(&metrics)
-	if !strings.Contains(metrics.String(), `sluice_group_lag{group="g",topic="orders",partition="0"} 0`) {
+	if !strings.Contains(metrics.String(), `sluice_group_lag_records{group="g",topic="orders",partition="0"} 0`) {
 		t.Fatalf("no lag metric:\n%s", metrics.String())
 	}
 
