@@ -22,7 +22,6 @@ package broker
 // clock, as in Kafka's time index; a producer clock ahead of the broker's reads as less lag.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -33,9 +32,6 @@ import (
 	"github.com/sluice-mq/sluice/coordinator"
 )
 
-// errStopScan ends a header scan after its first batch.
-var errStopScan = errors.New("broker: stop scan")
-
 // lagSeconds is the age, at now, of the record at offset in p's log (0 at or past the high
 // watermark); false when the log cannot tell (read error, damaged data).
 func lagSeconds(p *partition, offset, highWatermark int64, now time.Time) (float64, bool) {
@@ -43,17 +39,22 @@ func lagSeconds(p *partition, offset, highWatermark int64, now time.Time) (float
 	if offset >= highWatermark {
 		return 0, true
 	}
-	var appended int64
-	found := false
-	err := p.log.ScanHeaders(offset, offset+1, func(h batch.Header, _ []byte) error {
-		appended, found = h.BaseTimestamp, true
-		if h.Attributes&batch.AttributeLogAppendTime != 0 {
-			appended = h.MaxTimestamp
-		}
-		return errStopScan
-	})
-	if !found || (err != nil && !errors.Is(err, errStopScan)) {
+	// A one-byte budget gives the batch holding offset alone (KIP-74), without walking further.
+	slice, err := p.log.Slice(offset, 1, p.log.LogEndOffset())
+	if err != nil || slice.Size < batch.HeaderSize {
 		return 0, false
+	}
+	var raw [batch.HeaderSize]byte
+	if _, err := slice.File.ReadAt(raw[:], slice.Position); err != nil {
+		return 0, false
+	}
+	h, err := batch.ParseHeader(raw[:])
+	if err != nil {
+		return 0, false
+	}
+	appended := h.BaseTimestamp
+	if h.Attributes&batch.AttributeLogAppendTime != 0 {
+		appended = h.MaxTimestamp
 	}
 	return max(float64(now.UnixMilli()-appended)/1000, 0), true
 }

@@ -5,6 +5,9 @@ package main
 // partition's), so the handler regroups what they write into families, each once, led by its
 // `# HELP` (metrics_help.go) and `# TYPE` lines: what `promtool check metrics` and Prometheus expect.
 //
+// A family a writer declared with a `# TYPE` line but has no samples for now (no share groups, no
+// errors yet) is still listed, so /metrics names every family the broker can export.
+//
 // Types: a `# TYPE` line a writer gave wins; otherwise `_bucket` samples with an le label make a
 // histogram, samples with a quantile label a summary, a `_total` suffix a counter, anything else a
 // gauge. A few of the library's process metrics break Prometheus' naming rules; they are renamed
@@ -37,7 +40,7 @@ func writeExposition(w io.Writer, set *metrics.Set) {
 
 type sample struct {
 	name string // the metric name, renamed
-	line string // the whole sample line, renamed
+	line string // the whole sample line, renamed; empty for a # TYPE line (declares the family)
 }
 
 type family struct {
@@ -58,6 +61,7 @@ func annotateExposition(raw []byte) []byte {
 		case strings.HasPrefix(line, "# TYPE "):
 			if fields := strings.Fields(line); len(fields) == 4 {
 				declared[rename(fields[2])] = fields[3]
+				samples = append(samples, sample{name: rename(fields[2])})
 			}
 			continue
 		case strings.HasPrefix(line, "#"):
@@ -99,7 +103,9 @@ func annotateExposition(raw []byte) []byte {
 			byName[familyName] = f
 			order = append(order, f)
 		}
-		f.samples = append(f.samples, s.line)
+		if s.line != "" {
+			f.samples = append(f.samples, s.line)
+		}
 	}
 	var out bytes.Buffer
 	out.Grow(len(raw) + len(order)*80)
