@@ -92,6 +92,7 @@ type logCleaner struct {
 	cleaner                                   *compaction.Cleaner
 	passes, segments, errs                    *metrics.Counter
 	bytesRead, bytesReclaimed, bytesRewritten *metrics.Counter
+	throttle                                  *compaction.Throttle
 	// plans is the latest plan per partition, for the dirty ratio gauges.
 	plans sync.Map // *partition -> compaction.Plan
 }
@@ -109,6 +110,7 @@ func newLogCleaner(cfg CleanerConfig, set *metrics.Set) (*logCleaner, error) {
 	}
 	return &logCleaner{
 		cleaner:        cleaner,
+		throttle:       ccfg.Throttle,
 		passes:         set.NewCounter("sluice_cleaner_passes_total"),
 		segments:       set.NewCounter("sluice_cleaner_segments_cleaned_total"),
 		errs:           set.NewCounter("sluice_cleaner_errors_total"),
@@ -180,6 +182,8 @@ func (b *Broker) cleanAll(ctx context.Context) {
 // writeCleanerMetrics writes, per compacted partition, its dirty ratio and the offset below which it
 // was cleaned, as of the cleaner's last look.
 func (b *Broker) writeCleanerMetrics(w io.Writer) {
+	writeFamilyType(w, "sluice_cleaner_throttled_seconds_total", "counter")
+	fmt.Fprintf(w, "sluice_cleaner_throttled_seconds_total %.6f\n", b.cleaner.throttle.Throttled().Seconds())
 	b.registry.forEach(func(p *partition) {
 		value, ok := b.cleaner.plans.Load(p)
 		if !ok {

@@ -3,6 +3,7 @@ package compaction
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,7 +13,9 @@ import (
 type Throttle struct {
 	rate  int64
 	clock func() time.Time
-	mu    struct {
+	// throttled sums the waits the throttle imposed (sluice_cleaner_throttled_seconds_total).
+	throttled atomic.Int64
+	mu        struct {
 		sync.Mutex
 		tokens float64
 		last   time.Time
@@ -41,7 +44,17 @@ func (t *Throttle) delay(n int) time.Duration {
 	if t.mu.tokens >= 0 {
 		return 0
 	}
-	return time.Duration(-t.mu.tokens / float64(t.rate) * float64(time.Second))
+	wait := time.Duration(-t.mu.tokens / float64(t.rate) * float64(time.Second))
+	t.throttled.Add(int64(wait))
+	return wait
+}
+
+// Throttled returns the total time callers were told to wait (nil throttle: 0).
+func (t *Throttle) Throttled() time.Duration {
+	if t == nil {
+		return 0
+	}
+	return time.Duration(t.throttled.Load())
 }
 
 // Wait blocks until n more bytes of I/O fit within the rate, or ctx ends.

@@ -24,7 +24,13 @@ func TestThrottleDelay(t *testing.T) {
 	if d := th.delay(3000); d != 2*time.Second {
 		t.Fatalf("a burst after an idle hour: wait %v, want 2s", d)
 	}
+	if got := th.Throttled(); got != 2500*time.Millisecond {
+		t.Fatalf("Throttled() = %v, want the 2.5s of waits imposed", got)
+	}
 	var unlimited *Throttle
+	if unlimited.Throttled() != 0 {
+		t.Fatal("a nil throttle reports waits")
+	}
 	if unlimited.delay(1<<30) != 0 || NewThrottle(0).delay(1<<30) != 0 {
 		t.Fatal("no limit waited")
 	}

@@ -54,12 +54,13 @@ var metricHelps = map[string]string{
 	"sluice_listener_connections":        "Open client connections, by listener.",
 
 	// Log cleaner (broker/log_cleaner.go).
-	"sluice_cleaner_passes_total":           "Log cleaner passes run.",
-	"sluice_cleaner_segments_cleaned_total": "Segments the log cleaner rewrote.",
-	"sluice_cleaner_errors_total":           "Log cleaner passes that failed.",
-	"sluice_cleaner_read_bytes_total":       "Bytes the log cleaner read.",
-	"sluice_cleaner_reclaimed_bytes_total":  "Bytes the log cleaner freed.",
-	"sluice_cleaner_cleaned_bytes_total":    "Bytes the log cleaner wrote.",
+	"sluice_cleaner_passes_total":            "Log cleaner passes run.",
+	"sluice_cleaner_segments_cleaned_total":  "Segments the log cleaner rewrote.",
+	"sluice_cleaner_errors_total":            "Log cleaner passes that failed.",
+	"sluice_cleaner_read_bytes_total":        "Bytes the log cleaner read.",
+	"sluice_cleaner_reclaimed_bytes_total":   "Bytes the log cleaner freed.",
+	"sluice_cleaner_cleaned_bytes_total":     "Bytes the log cleaner wrote.",
+	"sluice_cleaner_throttled_seconds_total": "Time the log cleaner waited on its I/O limit (--cleaner-io-bytes-per-second).",
 
 	// Replication (replication/manager.go).
 	"sluice_replication_fetched_bytes_total": "Record bytes this broker fetched as a follower.",
