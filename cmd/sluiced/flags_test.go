@@ -30,7 +30,7 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("environment then flags: listen %q partitions %d", opts.broker.Listen, opts.broker.DefaultPartitions)
 	}
 
-	for _, args := range [][]string{{"--nope"}, {"--flush", "sometimes"}, {"--node-id", "-1"}, {"--listen", "nowhere"}, {"extra"}, {"--default-partitions", "0"}} {
+	for _, args := range [][]string{{"--nope"}, {"--flush", "sometimes"}, {"--node-id", "-1"}, {"--listen", "nowhere"}, {"extra"}, {"--default-partitions", "0"}, {"--metrics-max-topics", "-1"}} {
 		out.Reset()
 		_, err := parseFlags(args, &out)
 		if err == nil {
