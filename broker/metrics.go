@@ -41,6 +41,10 @@ var latencyBuckets = []float64{
 	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 }
 
+// sizeBuckets are the upper bounds, in bytes, for size histograms (sluice_request_size_bytes):
+// 64 bytes to 128 MiB by fours.
+var sizeBuckets = []float64{64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 128 << 20}
+
 func newBrokerMetrics(set *metrics.Set, topics *topicMetrics) *brokerMetrics {
 	if set == nil {
 		set = metrics.NewSet() // private and never scraped: keeps the hot path free of nil checks
