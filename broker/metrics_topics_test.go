@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 )
 
