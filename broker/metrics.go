@@ -97,6 +97,11 @@ func (m *brokerMetrics) observeFsync(d time.Duration) { m.fsyncSeconds.Update(d.
 // broker leads (bytes estimated from the log's average bytes per record);
 // sluice_offline_partitions, partitions without a leader in the cluster metadata (every broker
 // reports the same count).
+//
+// Also: sluice_partition_segments per partition; the data directory's gauges (metrics_disk.go);
+// sluice_listener_connections{listener,address}; consumer and share-group lag
+// (metrics_group_lag.go); the log cleaner's (log_cleaner.go); the per-topic counters
+// (metrics_topics.go). cmd/sluiced adds the HELP text and regroups families (metrics_exposition.go).
 func (b *Broker) WriteMetrics(w io.Writer) {
 	underReplicated := 0
 	var logBytes int64
