@@ -186,7 +186,7 @@ func (b *Broker) writeCleanerMetrics(w io.Writer) {
 	fmt.Fprintf(w, "sluice_cleaner_throttled_seconds_total %.6f\n", b.cleaner.throttle.Throttled().Seconds())
 	b.registry.forEach(func(p *partition) {
 		value, ok := b.cleaner.plans.Load(p)
-		if !ok {
+		if !ok || !b.metrics.topics.has(p.topic) {
 			return
 		}
 		plan := value.(compaction.Plan)

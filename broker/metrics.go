@@ -3,11 +3,14 @@ package broker
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/replication"
 )
 
 // brokerMetrics holds the broker's metrics, registered in the Set given in Config (none when nil).
@@ -102,17 +105,27 @@ func (m *brokerMetrics) observeFsync(d time.Duration) { m.fsyncSeconds.Update(d.
 // sluice_listener_connections{listener,address}; consumer and share-group lag
 // (metrics_group_lag.go); the log cleaner's (log_cleaner.go); the per-topic counters
 // (metrics_topics.go). cmd/sluiced adds the HELP text and regroups families (metrics_exposition.go).
+//
+// Topic-labelled series are written for the topics with per-topic series only (--metrics-max-topics,
+// metrics_topics.go); the others count in the totals.
 func (b *Broker) WriteMetrics(w io.Writer) {
+	b.admitLocalTopics()
+	exported := b.metrics.topics.has
 	underReplicated := 0
 	var logBytes int64
 	segments := 0
 	b.registry.forEach(func(p *partition) {
+		logBytes += p.log.Size()
+		segments += p.log.SegmentCount()
+		if !exported(p.topic) {
+			if lags := p.replica.FollowerLags(); lags != nil && slices.ContainsFunc(lags, func(l replication.FollowerLag) bool { return !l.InSync }) {
+				underReplicated++
+			}
+			return
+		}
 		labels := fmt.Sprintf(`{topic=%q,partition="%d"}`, p.topic, p.index)
 		logStart, logEnd, size := p.log.LogStartOffset(), p.log.LogEndOffset(), p.log.Size()
-		logBytes += size
-		partitionSegments := p.log.SegmentCount()
-		segments += partitionSegments
-		fmt.Fprintf(w, "sluice_partition_segments%s %d\n", labels, partitionSegments)
+		fmt.Fprintf(w, "sluice_partition_segments%s %d\n", labels, p.log.SegmentCount())
 		fmt.Fprintf(w, "sluice_partition_log_end_offset%s %d\n", labels, logEnd)
 		fmt.Fprintf(w, "sluice_partition_log_start_offset%s %d\n", labels, logStart)
 		fmt.Fprintf(w, "sluice_partition_flushed_offset%s %d\n", labels, p.log.FlushedOffset())

@@ -14,6 +14,8 @@ package broker
 //
 // Each broker reports the partitions it leads, so a group's lag over a cluster is
 // sum by (group) (sluice_group_total_lag_records) and max by (group) (sluice_group_max_lag_seconds).
+// Per-partition series are written for the topics with series of their own only
+// (--metrics-max-topics, metrics_topics.go); the per-group totals cover every partition.
 //
 // The oldest unconsumed record is the one at the committed offset (or the log start, when retention
 // already removed it). Its time is read from the header of the batch holding it, one header read per
@@ -81,7 +83,7 @@ func (b *Broker) writeGroupLag(w io.Writer) {
 			classic = append(classic, b.lagOf(p, groupID, tp, offset.Offset, now))
 		}
 	}
-	writeLagSamples(w, "sluice_group", classic, true)
+	writeLagSamples(w, "sluice_group", classic, true, b.metrics.topics.has)
 
 	var shared []lagSample
 	type loaded struct {
@@ -106,7 +108,7 @@ func (b *Broker) writeGroupLag(w io.Writer) {
 		sample.seconds, sample.secondsKnown = lagSeconds(l.p, l.start, l.p.replica.HighWatermark(), now)
 		shared = append(shared, sample)
 	}
-	writeLagSamples(w, "sluice_share_group", shared, false)
+	writeLagSamples(w, "sluice_share_group", shared, false, b.metrics.topics.has)
 }
 
 func (b *Broker) lagOf(p *partition, group string, tp coordinator.TopicPartition, committed int64, now time.Time) lagSample {
@@ -116,9 +118,9 @@ func (b *Broker) lagOf(p *partition, group string, tp coordinator.TopicPartition
 	return sample
 }
 
-// writeLagSamples writes the per-partition families of prefix, sorted, and for classic groups the
-// per-group sums.
-func writeLagSamples(w io.Writer, prefix string, samples []lagSample, perGroup bool) {
+// writeLagSamples writes the per-partition families of prefix, sorted, for the exported topics, and
+// for classic groups the per-group sums over all of them.
+func writeLagSamples(w io.Writer, prefix string, samples []lagSample, perGroup bool, exported func(topic string) bool) {
 	slices.SortFunc(samples, func(a, b lagSample) int {
 		if c := strings.Compare(a.group, b.group); c != 0 {
 			return c
@@ -133,11 +135,13 @@ func writeLagSamples(w io.Writer, prefix string, samples []lagSample, perGroup b
 	}
 	writeFamilyType(w, prefix+"_lag_records", "gauge")
 	for _, s := range samples {
-		fmt.Fprintf(w, "%s_lag_records%s %d\n", prefix, labels(s), s.records)
+		if exported(s.topic) {
+			fmt.Fprintf(w, "%s_lag_records%s %d\n", prefix, labels(s), s.records)
+		}
 	}
 	writeFamilyType(w, prefix+"_lag_seconds", "gauge")
 	for _, s := range samples {
-		if s.secondsKnown {
+		if s.secondsKnown && exported(s.topic) {
 			fmt.Fprintf(w, "%s_lag_seconds%s %.3f\n", prefix, labels(s), s.seconds)
 		}
 	}

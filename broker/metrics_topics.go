@@ -18,7 +18,11 @@ package broker
 // unknown topic), counts under topic="__other". Only topics the registry holds get a series of
 // their own, so clients cannot mint series, and a deleted topic's series go at the next scrape
 // (freeing its place; counters of a re-created topic start again from zero, which Prometheus reads
-// as a counter reset).
+// as a counter reset). A topic takes a place at its first request, or at a scrape, where the topics
+// with a local replica that have none yet take the free places in name order. The same set bounds
+// every topic-labelled family the broker writes: the per-partition gauges, follower lag, group lag
+// and cleaner gauges of the other topics are left out (they still count in the per-broker and
+// per-group totals).
 //
 // The hot path: a request looks its topic up once (an atomic load and a map read of a
 // copy-on-write map) and then adds to atomic counters; no lock unless the topic is new.
@@ -107,6 +111,28 @@ func (m *topicMetrics) add(name string) *topicCounters {
 	next[name] = c
 	m.byName.Store(&next)
 	return c
+}
+
+// has reports whether a topic has series of its own.
+func (m *topicMetrics) has(name string) bool {
+	_, ok := (*m.byName.Load())[name]
+	return ok
+}
+
+// admit gives the topics named, in order, the free places (a scrape calls it with the topics it
+// holds replicas of, sorted).
+func (m *topicMetrics) admit(topics []string) {
+	byName := *m.byName.Load()
+	if len(byName) >= m.maxTopics {
+		return
+	}
+	for _, topic := range topics {
+		if _, ok := byName[topic]; !ok {
+			if m.add(topic) == &m.other {
+				return // full
+			}
+		}
+	}
 }
 
 // prune drops the counters of topics the broker no longer holds.
@@ -219,4 +245,19 @@ func (m *topicMetrics) countFetch(results []fetchTopicResult) {
 func (b *Broker) holdsTopic(name string) bool {
 	_, ok := b.registry.snapshot()[name]
 	return ok
+}
+
+// admitLocalTopics gives the topics this broker has a replica of the free places among the
+// topics with series of their own, in name order; at every scrape, before writing.
+func (b *Broker) admitLocalTopics() {
+	m := b.metrics.topics
+	m.prune()
+	var local []string
+	for name, t := range b.registry.snapshot() {
+		if slices.ContainsFunc(t.partitions, func(p *partition) bool { return p != nil }) {
+			local = append(local, name)
+		}
+	}
+	slices.Sort(local)
+	m.admit(local)
 }

@@ -50,6 +50,20 @@ func TestTopicMetricsCap(t *testing.T) {
 	}
 }
 
+// TestTopicMetricsAdmit: a scrape gives the free places to the local topics in name order, after
+// those that took one by their traffic.
+func TestTopicMetricsAdmit(t *testing.T) {
+	known := map[string]bool{"a": true, "b": true, "c": true, "d": true}
+	m := newTopicMetrics(3, func(name string) bool { return known[name] })
+	m.topic("d")
+	m.admit([]string{"a", "b", "c", "d"})
+	for name, want := range map[string]bool{"a": true, "b": true, "c": false, "d": true} {
+		if m.has(name) != want {
+			t.Errorf("has(%s) = %v, want %v", name, !want, want)
+		}
+	}
+}
+
 // BenchmarkTopicMetricsProduce is what a produce request adds for its topic: one lookup, the
 // request counter, and one partition's records and bytes.
 func BenchmarkTopicMetricsProduce(b *testing.B) {
