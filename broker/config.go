@@ -84,8 +84,8 @@ type Config struct {
 
 	Logger  *slog.Logger
 	Metrics *metrics.Set
-	// MetricsMaxTopics bounds the topics with series of their own in the per-topic metrics
-	// (metrics_topics.go); the traffic of further topics counts under topic="__other".
+	// MetricsMaxTopics bounds the topics with series of their own on /metrics, per topic and per
+	// partition (metrics_topics.go); the traffic of further topics counts under topic="__other".
 	MetricsMaxTopics int
 }
 

@@ -95,7 +95,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.Int64Var(&b.MaxBufferedOutputBytes, "max-buffered-output-bytes", cfg.MaxBufferedOutputBytes, "response bytes waiting for slow readers, over all connections; past it the connection holding the most is closed")
 	fs.DurationVar(&b.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "connections.max.idle.ms as a duration: close connections idle this long (0: never)")
 	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
-	fs.IntVar(&b.MetricsMaxTopics, "metrics-max-topics", cfg.MetricsMaxTopics, "topics with per-topic series (sluice_topic_*) on /metrics; the traffic of further topics counts under topic=\"__other\"")
+	fs.IntVar(&b.MetricsMaxTopics, "metrics-max-topics", cfg.MetricsMaxTopics, "topics with series of their own on /metrics (per topic and per partition); the traffic of further topics counts under topic=\"__other\"")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
