@@ -23,6 +23,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/console"
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -46,6 +47,7 @@ type options struct {
 	logFormat  string
 	flush      string
 	replicaAck string
+	ui         console.Config
 }
 
 func parseFlags(args []string, output io.Writer) (options, error) {
@@ -64,7 +66,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port)")
 	fs.StringVar(&b.Advertise, "advertise", "", "address given to clients in metadata (host:port); default: the listener's")
 	fs.StringVar(&b.RaftListen, "raft-listen", cfg.RaftListen, "metadata Raft transport address (host:port, port 0 picks one)")
-	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz and /debug/pprof (empty: off)")
+	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz, /debug/pprof and the web console /ui (empty: off)")
 	fs.IntVar(&nodeID, "node-id", int(cfg.NodeID), "this broker's node id")
 	fs.IntVar(&partitions, "default-partitions", int(cfg.DefaultPartitions), "partitions of auto-created topics and of CreateTopics asking for -1")
 	fs.IntVar(&replicationFactor, "default-replication-factor", int(cfg.DefaultReplicationFactor), "replication factor of auto-created topics and of CreateTopics asking for -1")
@@ -96,6 +98,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "connections.max.idle.ms as a duration: close connections idle this long (0: never)")
 	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
+	opts.ui = console.DefaultConfig()
+	fs.BoolVar(&opts.ui.Writes, "ui-writes", false, "let the web console (/ui on --http) create and delete topics, reset offsets and delete groups")
+	fs.DurationVar(&opts.ui.SampleInterval, "ui-sample-interval", opts.ui.SampleInterval, "how often the web console samples offsets for its throughput and lag charts")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	usage := func() {
@@ -202,12 +207,13 @@ func run(args []string, output io.Writer) error {
 	defer stop()
 	var ready atomic.Bool
 	var httpServer *http.Server
+	var ui console.Lazy // serves 503 until the broker is up
 	if opts.http != "" {
 		listener, err := net.Listen("tcp", opts.http)
 		if err != nil {
 			return fmt.Errorf("--http %s: %w", opts.http, err)
 		}
-		httpServer = &http.Server{Handler: httpHandler(set, &ready), ReadHeaderTimeout: 10 * time.Second}
+		httpServer = &http.Server{Handler: httpHandler(set, &ready, &ui), ReadHeaderTimeout: 10 * time.Second}
 		go httpServer.Serve(listener)
 		logger.Info("http serving", "address", listener.Addr().String())
 	}
@@ -219,6 +225,15 @@ func run(args []string, output io.Writer) error {
 	}
 	set.RegisterMetricsWriter(b.WriteMetrics)
 	warnIfFileLimitLow(logger, fileLimit, b.PartitionsHeld(), opts.broker.MaxConnections)
+	var web *console.Console
+	if opts.http != "" {
+		opts.ui.Brokers, opts.ui.Logger = []string{dialable(b.Addr())}, logger
+		if web, err = console.New(opts.ui); err != nil {
+			b.Close(context.Background())
+			return err
+		}
+		ui.Set(web)
+	}
 	ready.Store(true)
 	var listenerErr error
 	select {
@@ -233,6 +248,10 @@ func run(args []string, output io.Writer) error {
 	ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if web != nil {
+		ui.Set(nil)
+		web.Close()
+	}
 	err = b.Close(shutdownCtx)
 	if httpServer != nil {
 		httpServer.Shutdown(shutdownCtx)
@@ -247,8 +266,26 @@ func run(args []string, output io.Writer) error {
 	return nil
 }
 
-func httpHandler(set *metrics.Set, ready *atomic.Bool) http.Handler {
+// dialable turns a listener's address into one this process can dial (a wildcard host becomes
+// loopback).
+func dialable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func httpHandler(set *metrics.Set, ready *atomic.Bool, ui http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/ui", ui) // the web console (package console)
+	mux.Handle("/ui/", ui)
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		set.WritePrometheus(w)
 		metrics.WriteProcessMetrics(w)
