@@ -39,12 +39,12 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 
 type topicRow struct {
 	topicState
-	Records, Size         int64
-	RF                    int
-	Retention, Cleanup    string
-	UnderReplicated       int
-	Offline               int
-	Sparkline             template.HTML
+	Records, Size      int64
+	RF                 int
+	Retention, Cleanup string
+	UnderReplicated    int
+	Offline            int
+	Sparkline          template.HTML
 }
 
 func (c *Console) topicsPage(w http.ResponseWriter, r *http.Request) {
