@@ -186,7 +186,7 @@ func (c *Console) knownTopic(ctx context.Context, w http.ResponseWriter, r *http
 	topic, ok := cluster.topic(name)
 	if !ok || topic.Error != "" {
 		reason := "unknown topic"
-		if ok {
+		if ok && !topic.Unknown {
 			reason = topic.Error
 		}
 		c.fail(w, r, http.StatusNotFound, fmt.Errorf("topic %q: %s", name, reason))
@@ -202,6 +202,8 @@ type messagesBody struct {
 	Partition  partitionState
 	Result     browseResult
 	TimeInput  string
+	// Tail is set when neither offset nor time was given: the page follows the newest records.
+	Tail bool
 	// Older and Newer start the neighbouring pages (-1: none).
 	Older, Newer int64
 }
@@ -219,7 +221,8 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body := messagesBody{Topic: name, Partitions: topic.Partitions, Query: query, Older: -1, Newer: -1}
+	body := messagesBody{Topic: name, Partitions: topic.Partitions, Query: query, Older: -1, Newer: -1,
+		Tail: query.Offset < 0 && query.Time.IsZero()}
 	found := false
 	for _, p := range topic.Partitions {
 		if p.Partition == query.Partition {

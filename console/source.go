@@ -41,6 +41,7 @@ type topicState struct {
 	Internal   bool
 	Partitions []partitionState
 	Error      string
+	Unknown    bool // the broker has no such topic
 }
 
 type partitionState struct {
@@ -144,7 +145,7 @@ func metadata(ctx context.Context, raw *kgo.Client, topics ...string) (*clusterS
 		}
 		topic := topicState{Name: *t.Topic, Internal: t.IsInternal}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			topic.Error = err.Error()
+			topic.Error, topic.Unknown = err.Error(), t.ErrorCode == kerr.UnknownTopicOrPartition.Code
 		}
 		for _, p := range t.Partitions {
 			partition := partitionState{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
