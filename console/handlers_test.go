@@ -178,7 +178,7 @@ func TestWritesWithCSRF(t *testing.T) {
 		}
 		return resp.Header.Get("Location") + string(body)
 	}
-	post(browser, "/ui/topics", url.Values{"name": {"made"}}, 403)                       // no token
+	post(browser, "/ui/topics", url.Values{"name": {"made"}}, 403)                        // no token
 	post(browser, "/ui/topics", url.Values{"name": {"made"}, "csrf": {token + "0"}}, 403) // wrong token
 	stranger := &http.Client{CheckRedirect: browser.CheckRedirect}                        // the token without the cookie
 	post(stranger, "/ui/topics", url.Values{"name": {"made"}, "csrf": {token}}, 403)

@@ -19,7 +19,7 @@ func TestRenderValue(t *testing.T) {
 	check([]byte(`{"id":1,"tags":["a","b"]}`), "json", "{\n  \"id\": 1,\n  \"tags\": [\n    \"a\",\n    \"b\"\n  ]\n}")
 	check([]byte(" [1,2] \n"), "json", "[\n  1,\n  2\n]")
 	check([]byte(`{"id":1`), "text", `{"id":1`) // not valid JSON: shown as it is
-	check([]byte("42"), "text", "42")            // a JSON scalar reads fine as text
+	check([]byte("42"), "text", "42")           // a JSON scalar reads fine as text
 	check([]byte("grüße\tand\nlines"), "text", "grüße\tand\nlines")
 	check([]byte("bell\x07"), "hex", "00000000  62 65 6c 6c 07                                    |bell.|\n")
 	check([]byte{0xff, 0xfe}, "hex", "00000000  ff fe                                             |..|\n")
