@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,6 +123,7 @@ var pageNames = []string{"cluster", "topics", "topic", "messages", "groups", "gr
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"bytes":   bytesText,
+		"path":    url.PathEscape,
 		"number":  shortNumber,
 		"int32s":  joinInt32s,
 		"clock":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") },

@@ -51,6 +51,21 @@ func createTopic(t *testing.T, kafka *kgo.Client, name string, partitions int32)
 	}
 }
 
+func commitOffset(t *testing.T, kafka *kgo.Client, group, topic string, partition int32, offset int64) {
+	t.Helper()
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = group, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = topic
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset, cp.LeaderEpoch = partition, offset, -1
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	if resp, err := commit.RequestWith(context.Background(), kafka); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %v %+v", err, resp)
+	}
+}
+
 // get fetches path and returns the status and body.
 func get(t *testing.T, httpClient *http.Client, server *httptest.Server, path string) (int, string) {
 	t.Helper()
@@ -75,17 +90,8 @@ func TestPages(t *testing.T) {
 	if err := kafka.ProduceSync(ctx, records...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.Group, commit.Generation = "billing", -1
-	ct := kmsg.NewOffsetCommitRequestTopic()
-	ct.Topic = "orders"
-	cp := kmsg.NewOffsetCommitRequestTopicPartition()
-	cp.Partition, cp.Offset, cp.LeaderEpoch = 0, 1, -1
-	ct.Partitions = append(ct.Partitions, cp)
-	commit.Topics = append(commit.Topics, ct)
-	if resp, err := commit.RequestWith(ctx, kafka); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("commit: %v %+v", err, resp)
-	}
+	commitOffset(t, kafka, "billing", "orders", 0, 1)
+	commitOffset(t, kafka, "team/a b?c#d", "orders", 1, 1) // a group name that needs escaping in links
 
 	httpClient := server.Client()
 	page := func(path string, wantStatus int, wants ...string) string {
@@ -103,7 +109,7 @@ func TestPages(t *testing.T) {
 	}
 	page("/ui/", 200, "Controller", "node 1", "3 online", "0 under-replicated", `id="throughput"`, "read-only")
 	page("/ui/topics", 200, `href="/ui/topics/orders"`, "<td class=\"num\">3</td>", "168h") // 3 records; 7 days retention
-	page("/ui/topics/orders", 200, "retention.ms", "<td>0,</td>"[:0]+"online", `href="/ui/topics/orders/messages?partition=1"`)
+	page("/ui/topics/orders", 200, "retention.ms", "online", `href="/ui/topics/orders/messages?partition=1"`)
 	body := page("/ui/topics/orders/messages?partition=0&offset=0", 200,
 		"order-7", "&#34;item&#34;: &#34;tea&#34;", // pretty-printed JSON, escaped
 		"<b>source</b>",
@@ -117,6 +123,9 @@ func TestPages(t *testing.T) {
 	page("/ui/groups", 200, `href="/ui/groups/billing"`)
 	// Partition 0: committed 1 of 2, lag 1; partition 1: nothing committed, lag 1 (what it holds).
 	page("/ui/groups/billing", 200, `data-lag="2"`, "No members", `id="lag-chart"`)
+	page("/ui/groups", 200, `href="/ui/groups/team%2Fa%20b%3Fc%23d"`)
+	// Partition 1 committed to its end; partition 0 has no commit and lags by its 2 records.
+	page("/ui/groups/team%2Fa%20b%3Fc%23d", 200, `data-lag="2"`, `<h1>Group team/a b?c#d</h1>`)
 	page("/ui/throughput", 200, `id="throughput"`, "all topics")
 	page("/ui/config", 200, "log.retention.ms", "default.replication.factor")
 	page("/ui/static/console.js", 200, "data-live")
