@@ -36,6 +36,10 @@ type Console struct {
 	mux     *http.ServeMux
 	samples *sampleRing
 	csrfKey []byte
+	// messages holds the message browser's consumer while no page uses it: one page reads at a
+	// time (a Consumer per page would cost connections, and client.Client keeps every consumer
+	// it made until it closes).
+	messages chan *client.Consumer
 
 	stop     chan struct{}
 	sampling sync.WaitGroup
@@ -67,6 +71,15 @@ func New(cfg Config) (*Console, error) {
 		c.raw.Close()
 		return nil, fmt.Errorf("console: client: %w", err)
 	}
+	consumer, err := client.NewConsumer(c.client, client.WithFetchMaxWait(200*time.Millisecond),
+		client.WithConsumerBufferBytes(4<<20), client.WithFetchMaxPartitionBytes(1<<20))
+	if err != nil {
+		c.client.Close()
+		c.raw.Close()
+		return nil, fmt.Errorf("console: consumer: %w", err)
+	}
+	c.messages = make(chan *client.Consumer, 1)
+	c.messages <- consumer
 	c.mux = c.routes()
 	c.sampling.Add(1)
 	go func() {
@@ -80,6 +93,8 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) Close() error {
 	close(c.stop)
 	c.sampling.Wait()
+	consumer := <-c.messages // waits for a page still reading
+	consumer.Close()
 	c.raw.Close()
 	return c.client.Close()
 }

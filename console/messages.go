@@ -88,10 +88,11 @@ type browseResult struct {
 	Incomplete bool
 }
 
-// browse reads up to q.Limit records of one partition with a client.Consumer of its own, from
-// the resolved start up to the log end as it was when the read began. logStart and logEnd are the
+// browse reads up to q.Limit records of one partition with consumer (the console's one message
+// consumer, which the caller holds alone), from the resolved start up to the log end as it was
+// when the read began, and unassigns the partition again. logStart and logEnd are the
 // partition's current offsets.
-func browse(ctx context.Context, c *client.Client, topic string, q browseQuery, logStart, logEnd int64) (browseResult, error) {
+func browse(ctx context.Context, consumer *client.Consumer, topic string, q browseQuery, logStart, logEnd int64) (browseResult, error) {
 	result := browseResult{End: logEnd}
 	tp := client.TopicPartition{Topic: topic, Partition: q.Partition}
 	var at client.Offset
@@ -103,12 +104,7 @@ func browse(ctx context.Context, c *client.Client, topic string, q browseQuery, 
 	default:
 		at = client.AtOffset(max(logStart, logEnd-int64(q.Limit)))
 	}
-	consumer, err := client.NewConsumer(c, client.WithFetchMaxWait(200*time.Millisecond),
-		client.WithConsumerBufferBytes(4<<20), client.WithFetchMaxPartitionBytes(1<<20))
-	if err != nil {
-		return result, fmt.Errorf("console: consumer: %w", err)
-	}
-	defer consumer.Close()
+	defer consumer.Unassign(tp)
 	if err := consumer.Assign(ctx, client.Assignment{Topic: topic, Partition: q.Partition, Offset: at}); err != nil {
 		return result, fmt.Errorf("console: read %s-%d from %s: %w", topic, q.Partition, at, err)
 	}
@@ -134,6 +130,9 @@ func browse(ctx context.Context, c *client.Client, topic string, q browseQuery, 
 		}
 		next := int64(-1)
 		for _, f := range fetches {
+			if f.Topic != topic || f.Partition != q.Partition {
+				continue // left from an earlier browse
+			}
 			if f.Err != nil {
 				return result, fmt.Errorf("console: read %s-%d: %w", topic, q.Partition, f.Err)
 			}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/client"
 )
 
 func (c *Console) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
@@ -236,7 +238,15 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request) {
 	if !query.Time.IsZero() {
 		body.TimeInput = query.Time.UTC().Format(timeLayout)
 	}
-	body.Result, err = browse(ctx, c.client, name, query, body.Partition.LogStart, body.Partition.LogEnd)
+	var consumer *client.Consumer
+	select {
+	case consumer = <-c.messages:
+	case <-ctx.Done():
+		c.fail(w, r, http.StatusServiceUnavailable, errors.New("console: the message browser is busy; try again"))
+		return
+	}
+	body.Result, err = browse(ctx, consumer, name, query, body.Partition.LogStart, body.Partition.LogEnd)
+	c.messages <- consumer
 	if err != nil {
 		c.fail(w, r, http.StatusBadGateway, err)
 		return
