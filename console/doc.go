@@ -48,5 +48,9 @@
 //     requests have auto-creation off), so browsing a topic name that does not exist shows
 //     "unknown topic" rather than creating it.
 //   - Every Kafka request of a page is bounded by Config.RequestTimeout.
-//   - Locks: sampleRing.mu is the only lock, held only to copy samples in or out.
+//   - The message browser has one client.Consumer, held by one page at a time (Console.messages,
+//     a channel of capacity 1 used as a lock that a page's context can give up waiting on);
+//     each read assigns one partition and unassigns it before handing the consumer back.
+//   - Locks: sampleRing.mu is the only mutex, held only to copy samples in or out; it is never
+//     held while waiting for Console.messages.
 package console

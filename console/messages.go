@@ -48,13 +48,15 @@ func parseBrowseQuery(values url.Values) (browseQuery, error) {
 		q.Offset = offset
 	}
 	if s := values.Get("time"); s != "" {
-		t, err := time.Parse(timeLayout, s)
-		if err != nil {
-			if t, err = time.Parse(time.RFC3339, s); err != nil {
-				return q, fmt.Errorf("time %q: want YYYY-MM-DDTHH:MM (UTC) or RFC 3339", s)
+		var err error
+		for _, layout := range []string{timeLayout, timeLayout + ":05", time.RFC3339Nano} {
+			if q.Time, err = time.Parse(layout, s); err == nil {
+				break
 			}
 		}
-		q.Time = t
+		if err != nil {
+			return q, fmt.Errorf("time %q: want YYYY-MM-DDTHH:MM[:SS] (UTC) or RFC 3339", s)
+		}
 	}
 	if s := values.Get("limit"); s != "" {
 		limit, err := strconv.Atoi(s)

@@ -1,6 +1,9 @@
 package console
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +82,48 @@ func TestNumbers(t *testing.T) {
 	}
 	if got := bytesText(1536); got != "1.5 KiB" {
 		t.Errorf("bytesText(1536) = %q", got)
+	}
+}
+
+func TestParseBrowseQuery(t *testing.T) {
+	check := func(raw string, want browseQuery) {
+		t.Helper()
+		values, _ := url.ParseQuery(raw)
+		got, err := parseBrowseQuery(values)
+		if err != nil || got != want {
+			t.Errorf("parseBrowseQuery(%q) = %+v, %v; want %+v", raw, got, err, want)
+		}
+	}
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
+	check("", browseQuery{Offset: -1, Limit: defaultBrowseLimit})
+	check("partition=2&offset=7&limit=9999", browseQuery{Partition: 2, Offset: 7, Limit: maxBrowseLimit})
+	check("time=2026-12-02T04:14", browseQuery{Offset: -1, Limit: defaultBrowseLimit, Time: at("2026-12-02T04:14:00Z")})
+	check("time=2026-12-02T04:14:38", browseQuery{Offset: -1, Limit: defaultBrowseLimit, Time: at("2026-12-02T04:14:38Z")})
+	check("time=2026-12-02T05:14:38%2B01:00", browseQuery{Offset: -1, Limit: defaultBrowseLimit, Time: at("2026-12-02T05:14:38+01:00")})
+	for _, bad := range []string{"partition=-1", "offset=x", "limit=0", "time=yesterday"} {
+		values, _ := url.ParseQuery(bad)
+		if _, err := parseBrowseQuery(values); err == nil {
+			t.Errorf("parseBrowseQuery(%q) took it", bad)
+		}
+	}
+}
+
+func TestLineChartEscapes(t *testing.T) {
+	now := time.Unix(1000, 0)
+	chart := string(lineChart([]chartSeries{{"<script>", []point{{now.Add(-time.Second), 3}, {now, 5}}}}, now, time.Minute, "/s", 300, 100))
+	if strings.Contains(chart, "<script>") || !strings.Contains(chart, "&lt;script&gt;") || !strings.Contains(chart, "<b>5/s</b>") {
+		t.Errorf("chart:\n%s", chart)
+	}
+	if empty := string(lineChart(nil, now, time.Minute, "", 300, 100)); !strings.Contains(empty, "collecting samples") {
+		t.Errorf("empty chart:\n%s", empty)
+	}
+}
+
+func TestLazyBeforeSet(t *testing.T) {
+	var lazy Lazy
+	recorder := httptest.NewRecorder()
+	lazy.ServeHTTP(recorder, httptest.NewRequest("GET", "/ui/", nil))
+	if recorder.Code != http.StatusServiceUnavailable {
+		t.Errorf("status %d before Set, want 503", recorder.Code)
 	}
 }
