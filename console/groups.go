@@ -98,6 +98,41 @@ func committedOffsets(ctx context.Context, raw *kgo.Client, group string) (map[t
 	return out, nil
 }
 
+// committedOffsetsOfGroups returns every offset each named group has committed, in one
+// OffsetFetch v8 request (kgo sends each group's part to its coordinator, or one request per
+// group to a broker without v8). A group whose part fails is left out.
+func committedOffsetsOfGroups(ctx context.Context, raw *kgo.Client, groups []string) (map[string]map[topicPartition]int64, error) {
+	out := map[string]map[topicPartition]int64{}
+	if len(groups) == 0 {
+		return out, nil
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	for _, name := range groups {
+		group := kmsg.NewOffsetFetchRequestGroup()
+		group.Group = name // Topics nil: every committed offset
+		req.Groups = append(req.Groups, group)
+	}
+	resp, err := req.RequestWith(ctx, raw)
+	if err != nil {
+		return nil, fmt.Errorf("console: offsets of %d groups: %w", len(groups), err)
+	}
+	for _, g := range resp.Groups {
+		if g.ErrorCode != 0 {
+			continue
+		}
+		offsets := map[topicPartition]int64{}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 && p.Offset >= 0 {
+					offsets[topicPartition{t.Topic, p.Partition}] = p.Offset
+				}
+			}
+		}
+		out[g.Group] = offsets
+	}
+	return out, nil
+}
+
 // lags turns committed offsets into per-partition lag over every partition of each topic the
 // group committed on; cluster must hold those topics' offsets (fillOffsets).
 func lags(cluster *clusterState, committed map[topicPartition]int64) ([]partitionLag, int64) {

@@ -154,20 +154,23 @@ func takeSample(ctx context.Context, raw *kgo.Client, cfg Config, now time.Time)
 	if len(groups) > cfg.MaxSampledGroups {
 		groups, s.GroupsCut = groups[:cfg.MaxSampledGroups], true
 	}
+	var names []string
 	for _, g := range groups {
-		if g.Type == "share" {
-			continue // share groups have no committed offsets
+		if g.Type != "share" { // share groups have no committed offsets
+			names = append(names, g.Name)
 		}
-		committed, err := committedOffsets(ctx, raw, g.Name)
-		if err != nil {
-			continue // the group went away between the list and the fetch
-		}
+	}
+	committedByGroup, err := committedOffsetsOfGroups(ctx, raw, names)
+	if err != nil {
+		return s, err
+	}
+	for name, committed := range committedByGroup {
 		rows, _ := lags(cluster, committed)
 		perPartition := make(map[topicPartition]int64, len(rows))
 		for _, row := range rows {
 			perPartition[topicPartition{row.Topic, row.Partition}] = row.Lag
 		}
-		s.GroupLags[g.Name] = perPartition
+		s.GroupLags[name] = perPartition
 	}
 	return s, nil
 }
