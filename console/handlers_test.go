@@ -107,7 +107,7 @@ func TestPages(t *testing.T) {
 		}
 		return body
 	}
-	page("/ui/", 200, "Controller", "node 1", "3 online", "0 under-replicated", `id="throughput"`, "read-only")
+	page("/ui/", 200, "Controller", "node 1", "3 online", "0 under-replicated", `id="throughput"`, "read-only", "Every partition has a leader")
 	page("/ui/topics", 200, `href="/ui/topics/orders"`, "<td class=\"num\">3</td>", "168h") // 3 records; 7 days retention
 	page("/ui/topics/orders", 200, "retention.ms", "online", `href="/ui/topics/orders/messages?partition=1"`)
 	body := page("/ui/topics/orders/messages?partition=0&offset=0", 200,

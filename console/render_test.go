@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestRenderValue(t *testing.T) {
@@ -125,5 +127,39 @@ func TestLazyBeforeSet(t *testing.T) {
 	lazy.ServeHTTP(recorder, httptest.NewRequest("GET", "/ui/", nil))
 	if recorder.Code != http.StatusServiceUnavailable {
 		t.Errorf("status %d before Set, want 503", recorder.Code)
+	}
+}
+
+func TestClusterFromMetadata(t *testing.T) {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.ControllerID = 2
+	for _, id := range []int32{1, 2} {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = id, "127.0.0.1", 9090+id
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	topic := kmsg.NewMetadataResponseTopic()
+	topic.Topic = kmsg.StringPtr("t")
+	partition := func(index, leader int32, replicas, isr []int32) {
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Partition, p.Leader, p.Replicas, p.ISR = index, leader, replicas, isr
+		topic.Partitions = append(topic.Partitions, p)
+	}
+	partition(1, 1, []int32{1, 2, 3}, []int32{1, 2}) // node 3 fenced: under-replicated
+	partition(0, 2, []int32{2, 1}, []int32{2, 1})    // online
+	partition(2, -1, []int32{3}, []int32{3})         // only on the fenced node: offline
+	resp.Topics = append(resp.Topics, topic)
+	state := clusterFromMetadata(resp)
+	if state.Online != 1 || state.UnderReplicated != 1 || state.Offline != 1 {
+		t.Errorf("states: %d online, %d under-replicated, %d offline; want 1 each", state.Online, state.UnderReplicated, state.Offline)
+	}
+	if len(state.Brokers) != 3 || !state.Brokers[2].Fenced || state.Brokers[2].NodeID != 3 || !state.Brokers[1].Controller {
+		t.Errorf("brokers %+v: want 1 and 2 (controller) alive, 3 fenced", state.Brokers)
+	}
+	if state.Brokers[0].Leaders != 1 || state.Brokers[1].Leaders != 1 || state.Brokers[2].Replicas != 2 {
+		t.Errorf("leaders and replicas per broker: %+v", state.Brokers)
+	}
+	if got := state.Topics[0].Partitions; got[0].Partition != 0 || got[2].State() != "offline" {
+		t.Errorf("partitions not sorted or states wrong: %+v", got)
 	}
 }

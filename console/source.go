@@ -123,6 +123,12 @@ func metadata(ctx context.Context, raw *kgo.Client, topics ...string) (*clusterS
 	if err != nil {
 		return nil, fmt.Errorf("console: metadata: %w", err)
 	}
+	return clusterFromMetadata(resp), nil
+}
+
+// clusterFromMetadata reads a metadata answer: brokers it lists are alive, replicas on brokers
+// it does not list are on fenced ones (metadata leaves fenced brokers out).
+func clusterFromMetadata(resp *kmsg.MetadataResponse) *clusterState {
 	state := &clusterState{ControllerID: resp.ControllerID}
 	if resp.ClusterID != nil {
 		state.ClusterID = *resp.ClusterID
@@ -182,7 +188,7 @@ func metadata(ctx context.Context, raw *kgo.Client, topics ...string) (*clusterS
 		}
 	}
 	sort.Slice(state.Brokers, func(i, j int) bool { return state.Brokers[i].NodeID < state.Brokers[j].NodeID })
-	return state, nil
+	return state
 }
 
 func reindex(brokers []brokerState) map[int32]*brokerState {
