@@ -32,6 +32,8 @@ type groupState struct {
 	Members      []groupMember
 	Offsets      []partitionLag // by topic, partition
 	TotalLag     int64
+	// Share is set for a share group: Committed holds each share partition's start offset.
+	Share bool
 }
 
 type groupMember struct {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/broker/brokertest"
+	"github.com/sluice-mq/sluice/client"
 )
 
 // testConsole starts an in-process broker and a console on it behind an httptest server.
@@ -256,3 +258,58 @@ var errDenied = errorString("denied by policy")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+func TestShareGroupPage(t *testing.T) {
+	server, kafka := testConsole(t, false)
+	createTopic(t, kafka, "jobs", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 5 {
+		if err := kafka.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Value: []byte(fmt.Sprintf("job %d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(client.WithSeedBrokers(kafka.OptValue(kgo.SeedBrokers).([]string)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := client.NewAdmin(c).AlterGroupConfigs(ctx, "workers", client.SetConfig("share.auto.offset.reset", "earliest")); err != nil {
+		t.Fatal(err)
+	}
+	worker, err := client.NewShareConsumer(c, "workers", []string{"jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close(ctx)
+	// Accept two records, hold the rest: the page shows the member and a lag of 3.
+	accepted := 0
+	for accepted < 2 {
+		records, err := worker.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range records {
+			if accepted < 2 && r.Offset < 2 {
+				r.Accept()
+				accepted++
+			}
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		status, body := get(t, server.Client(), server, "/ui/groups/workers")
+		if status == 200 && strings.Contains(body, "Start offset") && strings.Contains(body, "jobs: 0") && strings.Contains(body, `data-lag="3"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("share group page never showed the member and lag 3 (status %d):\n%s", status, body)
+		}
+		pollCtx, cancelPoll := context.WithTimeout(ctx, 200*time.Millisecond)
+		worker.Poll(pollCtx) // carries the acknowledgements; the rest stay locked to this member
+		cancelPoll()
+	}
+	if _, body := get(t, server.Client(), server, "/ui/groups"); !strings.Contains(body, "share") {
+		t.Errorf("groups page does not list the share group:\n%s", body)
+	}
+}

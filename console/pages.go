@@ -269,7 +269,7 @@ func (c *Console) groupsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Lag now: one sample's worth of requests (metadata, offsets, each group's commits).
-	now, err := takeSample(ctx, c.raw, c.cfg, time.Now())
+	now, err := takeSample(ctx, c.raw, c.client, c.cfg, time.Now())
 	if err != nil {
 		c.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -309,6 +309,9 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.requestContext(r)
 	defer cancel()
 	group, _, err := describeGroup(ctx, c.raw, name)
+	if errors.Is(err, errGroupNotFound) {
+		group, err = c.describeShareGroup(ctx, name)
+	}
 	if errors.Is(err, errGroupNotFound) {
 		c.fail(w, r, http.StatusNotFound, err)
 		return

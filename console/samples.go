@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-mq/sluice/client"
 )
 
 // sample is what the sampler saw at one moment.
@@ -128,7 +130,7 @@ func groupLagSeries(samples []sample, group string, maxLines int) (total []point
 }
 
 // takeSample asks the cluster for log end offsets and group offsets.
-func takeSample(ctx context.Context, raw *kgo.Client, cfg Config, now time.Time) (sample, error) {
+func takeSample(ctx context.Context, raw *kgo.Client, c *client.Client, cfg Config, now time.Time) (sample, error) {
 	s := sample{At: now, TopicEnds: map[string]int64{}, GroupLags: map[string]map[topicPartition]int64{}}
 	cluster, err := metadata(ctx, raw)
 	if err != nil {
@@ -154,11 +156,16 @@ func takeSample(ctx context.Context, raw *kgo.Client, cfg Config, now time.Time)
 	if len(groups) > cfg.MaxSampledGroups {
 		groups, s.GroupsCut = groups[:cfg.MaxSampledGroups], true
 	}
-	var names []string
+	var names, shareGroups []string
 	for _, g := range groups {
-		if g.Type != "share" { // share groups have no committed offsets
+		if g.Type == "share" { // no committed offsets: the share coordinator knows their lag
+			shareGroups = append(shareGroups, g.Name)
+		} else {
 			names = append(names, g.Name)
 		}
+	}
+	if c != nil {
+		sampleShareGroups(ctx, c, shareGroups, &s)
 	}
 	committedByGroup, err := committedOffsetsOfGroups(ctx, raw, names)
 	if err != nil {
@@ -189,7 +196,7 @@ func (c *Console) runSampler(stop <-chan struct{}) {
 			case <-ctx.Done():
 			}
 		}()
-		s, err := takeSample(ctx, c.raw, c.cfg, time.Now())
+		s, err := takeSample(ctx, c.raw, c.client, c.cfg, time.Now())
 		cancel()
 		if err == nil {
 			c.samples.add(s)
