@@ -313,3 +313,35 @@ func TestShareGroupPage(t *testing.T) {
 		t.Errorf("groups page does not list the share group:\n%s", body)
 	}
 }
+
+func TestConsumerProtocolGroupPage(t *testing.T) {
+	server, kafka := testConsole(t, false)
+	createTopic(t, kafka, "events", 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafka.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: 1, Value: []byte("e")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	member, err := kgo.NewClient(kgo.SeedBrokers(kafka.OptValue(kgo.SeedBrokers).([]string)...), kgo.ConsumerGroup("kip848"),
+		kgo.ConsumeTopics("events"), kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	if fetches := member.PollRecords(ctx, 1); fetches.Err() != nil || fetches.NumRecords() != 1 {
+		t.Fatalf("poll: %v, %d records", fetches.Err(), fetches.NumRecords())
+	}
+	if err := member.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status, body := get(t, server.Client(), server, "/ui/groups/kip848")
+	for _, want := range []string{"events: 0,1", `data-lag="0"`, "consumer range"} {
+		if status != 200 || !strings.Contains(body, want) {
+			t.Fatalf("KIP-848 group page (status %d) lacks %q:\n%s", status, want, body)
+		}
+	}
+	if _, body := get(t, server.Client(), server, "/ui/groups"); !strings.Contains(body, "consumer (consumer)") {
+		t.Errorf("groups page does not show the group's type:\n%s", body)
+	}
+}
