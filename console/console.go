@@ -41,12 +41,16 @@ type Console struct {
 	// it made until it closes).
 	messages chan *client.Consumer
 
-	stop     chan struct{}
-	sampling sync.WaitGroup
+	// The sampler starts with the first request (startSampling), so a broker whose console is
+	// never opened sends itself no requests; it runs until Close.
+	startSampler sync.Once
+	stop         chan struct{}
+	sampling     sync.WaitGroup
+	closed       atomic.Bool
 }
 
-// New checks cfg, makes the console's Kafka clients (they dial on first use) and starts the
-// sampler.
+// New checks cfg and makes the console's Kafka clients (they dial on first use). The sampler
+// starts with the first request.
 func New(cfg Config) (*Console, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -81,16 +85,27 @@ func New(cfg Config) (*Console, error) {
 	c.messages = make(chan *client.Consumer, 1)
 	c.messages <- consumer
 	c.mux = c.routes()
-	c.sampling.Add(1)
-	go func() {
-		defer c.sampling.Done()
-		c.runSampler(c.stop)
-	}()
 	return c, nil
 }
 
-// Close stops the sampler and closes the Kafka clients.
+// startSampling starts the sampler once, unless the console is closed.
+func (c *Console) startSampling() {
+	c.startSampler.Do(func() {
+		if c.closed.Load() {
+			return
+		}
+		c.sampling.Add(1)
+		go func() {
+			defer c.sampling.Done()
+			c.runSampler(c.stop)
+		}()
+	})
+}
+
+// Close stops the sampler and closes the Kafka clients; requests after Close fail.
 func (c *Console) Close() error {
+	c.closed.Store(true)
+	c.startSampler.Do(func() {}) // no sampler starts from here on
 	close(c.stop)
 	c.sampling.Wait()
 	consumer := <-c.messages // waits for a page still reading
@@ -100,7 +115,10 @@ func (c *Console) Close() error {
 }
 
 // ServeHTTP serves /ui and everything under it.
-func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.startSampling()
+	c.mux.ServeHTTP(w, r)
+}
 
 func (c *Console) routes() *http.ServeMux {
 	mux := http.NewServeMux()

@@ -17,8 +17,9 @@
 //
 // # Samples
 //
-// Charts need history the protocol does not keep. A sampler goroutine (owned by Console, stopped
-// by Close) asks every Config.SampleInterval for each partition's log end offset and each group's
+// Charts need history the protocol does not keep. A sampler goroutine (owned by Console, started
+// by the first request to the console, so a broker whose console nobody opens sends itself no
+// requests and the charts' history begins then; stopped by Close) asks every Config.SampleInterval for each partition's log end offset and each group's
 // committed offsets, and keeps the last Config.SampleHistory samples in a ring (samples.go).
 // Throughput is the change of log end offsets between samples (records appended, so retention
 // and compaction do not make it negative); lag is log end minus committed offset. Memory is
