@@ -5,6 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-mq/sluice/client"
 )
 
 // Config configures a Console. Start from DefaultConfig.
@@ -31,6 +35,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives the sampler's failures; nil: slog.Default().
 	Logger *slog.Logger
+	// FranzOptions and ClientOptions are added to the options of the console's two Kafka
+	// clients (franz-go and sluice's): where the listener needs TLS or SASL, they carry it.
+	FranzOptions  []kgo.Opt
+	ClientOptions []client.Option
 }
 
 // Action is a write the console is about to make, for Config.Authorize.

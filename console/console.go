@@ -66,12 +66,14 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c.pages = pages
-	if c.raw, err = kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("sluice-console"),
-		kgo.RetryTimeout(cfg.RequestTimeout), kgo.DialTimeout(min(cfg.RequestTimeout, 5*time.Second))); err != nil {
+	franzOptions := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("sluice-console"),
+		kgo.RetryTimeout(cfg.RequestTimeout), kgo.DialTimeout(min(cfg.RequestTimeout, 5*time.Second))}, cfg.FranzOptions...)
+	if c.raw, err = kgo.NewClient(franzOptions...); err != nil {
 		return nil, fmt.Errorf("console: franz-go client: %w", err)
 	}
-	if c.client, err = client.New(client.WithSeedBrokers(cfg.Brokers...), client.WithClientID("sluice-console"),
-		client.WithRequestTimeout(cfg.RequestTimeout)); err != nil {
+	clientOptions := append([]client.Option{client.WithSeedBrokers(cfg.Brokers...), client.WithClientID("sluice-console"),
+		client.WithRequestTimeout(cfg.RequestTimeout)}, cfg.ClientOptions...)
+	if c.client, err = client.New(clientOptions...); err != nil {
 		c.raw.Close()
 		return nil, fmt.Errorf("console: client: %w", err)
 	}

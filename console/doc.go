@@ -42,6 +42,8 @@
 // for the console's own Kafka connection; and the console's Kafka client should then act as that
 // principal (or as a principal allowed to act on behalf of it), so the broker checks the same ACL
 // again. Reads are not checked yet: the same hook is the place to add describe/read checks.
+// Where the Kafka listener requires TLS or SASL, Config.FranzOptions and Config.ClientOptions
+// carry the console's own credentials to its two clients.
 //
 // # Invariants
 //
