@@ -23,6 +23,12 @@ import (
 // testConsole starts an in-process broker and a console on it behind an httptest server.
 func testConsole(t *testing.T, writes bool) (server *httptest.Server, kafka *kgo.Client) {
 	t.Helper()
+	_, server, kafka = newTestConsole(t, writes)
+	return server, kafka
+}
+
+func newTestConsole(t *testing.T, writes bool) (c *Console, server *httptest.Server, kafka *kgo.Client) {
+	t.Helper()
 	b := brokertest.Start(t, nil)
 	cfg := DefaultConfig()
 	cfg.Brokers, cfg.Writes, cfg.SampleInterval = []string{b.Addr().String()}, writes, 200*time.Millisecond
@@ -37,7 +43,7 @@ func testConsole(t *testing.T, writes bool) (server *httptest.Server, kafka *kgo
 		t.Fatal(err)
 	}
 	t.Cleanup(kafka.Close)
-	return server, kafka
+	return c, server, kafka
 }
 
 func createTopic(t *testing.T, kafka *kgo.Client, name string, partitions int32) {
@@ -343,5 +349,54 @@ func TestConsumerProtocolGroupPage(t *testing.T) {
 	}
 	if _, body := get(t, server.Client(), server, "/ui/groups"); !strings.Contains(body, "consumer (consumer)") {
 		t.Errorf("groups page does not show the group's type:\n%s", body)
+	}
+}
+
+// The sampler starts with the first request and turns produced records into rates of records
+// and bytes, which the throughput page charts.
+func TestSamplerRates(t *testing.T) {
+	c, server, kafka := newTestConsole(t, false)
+	createTopic(t, kafka, "metered", 1)
+	if n := len(c.samples.snapshot()); n != 0 {
+		t.Fatalf("%d samples before any request: the sampler must wait for the console to be opened", n)
+	}
+	get(t, server.Client(), server, "/ui/throughput")
+	await := func(what string, condition func([]sample) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !condition(c.samples.snapshot()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no sample shows %s", what)
+			}
+			time.Sleep(10 * time.Millisecond) // polling the ring: the sampler has no change signal
+		}
+	}
+	await("the topic", func(s []sample) bool { return len(s) > 0 && s[len(s)-1].TopicEnds["metered"] == 0 })
+	records := make([]*kgo.Record, 100)
+	for i := range records {
+		records[i] = &kgo.Record{Topic: "metered", Value: []byte(strings.Repeat("x", 100))}
+	}
+	if err := kafka.ProduceSync(context.Background(), records...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	positive := func(points []point) bool {
+		for _, p := range points {
+			if p.Value > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	await("records and bytes coming in", func(s []sample) bool {
+		return positive(topicRate(s, "metered")) && positive(topicBytesRate(s, "metered"))
+	})
+	samples := c.samples.snapshot()
+	// Sizes are as stored: franz-go compresses the repeated bytes, so only their presence is sure.
+	if last := samples[len(samples)-1]; last.TopicEnds["metered"] != 100 || last.TopicBytes["metered"] <= 0 {
+		t.Errorf("last sample: end %d, %d bytes; want 100 records and their bytes", last.TopicEnds["metered"], last.TopicBytes["metered"])
+	}
+	_, body := get(t, server.Client(), server, "/ui/throughput")
+	if !strings.Contains(body, `id="throughput-bytes"`) || !strings.Contains(body, `href="/ui/topics/metered"`) {
+		t.Errorf("throughput page:\n%s", body)
 	}
 }

@@ -345,14 +345,24 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request) {
 }
 
 type throughputRow struct {
-	Topic string
-	Rate  float64
+	Topic     string
+	Rate      float64 // records/s
+	BytesRate float64
 }
 
 type throughputBody struct {
-	Chart     template.HTML
-	Rows      []throughputRow
-	TopicsCut bool
+	Chart      template.HTML // records/s
+	BytesChart template.HTML
+	Rows       []throughputRow
+	TopicsCut  bool
+}
+
+// latest is the last point's value, 0 without points.
+func latest(points []point) float64 {
+	if n := len(points); n > 0 {
+		return points[n-1].Value
+	}
+	return 0
 }
 
 func (c *Console) throughputPage(w http.ResponseWriter, r *http.Request) {
@@ -365,24 +375,23 @@ func (c *Console) throughputPage(w http.ResponseWriter, r *http.Request) {
 		}
 		body.TopicsCut = body.TopicsCut || s.TopicsCut
 	}
-	rates := map[string][]point{}
+	rates, byteRates := map[string][]point{}, map[string][]point{}
 	for topic := range topics {
-		rates[topic] = topicRate(samples, topic)
-		latest := 0.0
-		if n := len(rates[topic]); n > 0 {
-			latest = rates[topic][n-1].Value
-		}
-		body.Rows = append(body.Rows, throughputRow{topic, latest})
+		rates[topic], byteRates[topic] = topicRate(samples, topic), topicBytesRate(samples, topic)
+		body.Rows = append(body.Rows, throughputRow{topic, latest(rates[topic]), latest(byteRates[topic])})
 	}
 	sort.Slice(body.Rows, func(i, j int) bool {
 		a, b := body.Rows[i], body.Rows[j]
 		return a.Rate > b.Rate || (a.Rate == b.Rate && a.Topic < b.Topic)
 	})
 	series := []chartSeries{{"all topics", totalRate(samples)}}
+	byteSeries := []chartSeries{{"all topics", totalBytesRate(samples)}}
 	for _, row := range body.Rows[:min(len(body.Rows), 7)] {
 		series = append(series, chartSeries{row.Topic, rates[row.Topic]})
+		byteSeries = append(byteSeries, chartSeries{row.Topic, byteRates[row.Topic]})
 	}
-	body.Chart = lineChart(series, now, c.rateSpan(), "/s", 900, 260)
+	body.Chart = lineChart(series, now, c.rateSpan(), "/s", 900, 240)
+	body.BytesChart = lineChart(byteSeries, now, c.rateSpan(), " B/s", 900, 240)
 	c.render(w, r, http.StatusOK, "throughput", "Throughput", "throughput", body)
 }
 

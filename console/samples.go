@@ -16,6 +16,8 @@ type sample struct {
 	At time.Time
 	// TopicEnds is the sum of each topic's partitions' log end offsets.
 	TopicEnds map[string]int64
+	// TopicBytes is the sum of each topic's partitions' sizes (their leaders' replicas).
+	TopicBytes map[string]int64
 	// GroupLags is each group's lag per partition (lags' definition).
 	GroupLags map[string]map[topicPartition]int64
 	// TopicsCut and GroupsCut say the caps left some out.
@@ -89,6 +91,26 @@ func topicRate(samples []sample, topic string) []point {
 	})
 }
 
+// totalBytesRate is the growth of all logs in bytes per second: what was appended, as stored
+// (compressed batches with their headers); a sample where retention or compaction shrank the
+// logs gives no point.
+func totalBytesRate(samples []sample) []point {
+	return rates(samples, func(s sample) (int64, bool) {
+		var total int64
+		for _, size := range s.TopicBytes {
+			total += size
+		}
+		return total, true
+	})
+}
+
+func topicBytesRate(samples []sample, topic string) []point {
+	return rates(samples, func(s sample) (int64, bool) {
+		size, ok := s.TopicBytes[topic]
+		return size, ok
+	})
+}
+
 func totalRate(samples []sample) []point {
 	return rates(samples, func(s sample) (int64, bool) {
 		var total int64
@@ -131,7 +153,7 @@ func groupLagSeries(samples []sample, group string, maxLines int) (total []point
 
 // takeSample asks the cluster for log end offsets and group offsets.
 func takeSample(ctx context.Context, raw *kgo.Client, c *client.Client, cfg Config, now time.Time) (sample, error) {
-	s := sample{At: now, TopicEnds: map[string]int64{}, GroupLags: map[string]map[topicPartition]int64{}}
+	s := sample{At: now, TopicEnds: map[string]int64{}, TopicBytes: map[string]int64{}, GroupLags: map[string]map[topicPartition]int64{}}
 	cluster, err := metadata(ctx, raw)
 	if err != nil {
 		return s, err
@@ -142,12 +164,14 @@ func takeSample(ctx context.Context, raw *kgo.Client, c *client.Client, cfg Conf
 	if err := fillOffsets(ctx, raw, cluster); err != nil {
 		return s, err
 	}
+	fillSizes(ctx, raw, cluster)
 	for _, t := range cluster.Topics {
 		var sum int64
 		for _, p := range t.Partitions {
 			sum += max(p.LogEnd, 0)
 		}
 		s.TopicEnds[t.Name] = sum
+		s.TopicBytes[t.Name] = t.sizeBytes()
 	}
 	groups, err := listGroups(ctx, raw)
 	if err != nil {
