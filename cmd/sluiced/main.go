@@ -233,6 +233,9 @@ func run(args []string, output io.Writer) error {
 			return err
 		}
 		ui.Set(web)
+		if host, _, _ := net.SplitHostPort(opts.http); opts.ui.Writes && !isLoopback(host) {
+			logger.Warn("--ui-writes on a non-loopback --http address: anyone who reaches it can create and delete topics (the console has no login yet)", "http", opts.http)
+		}
 	}
 	ready.Store(true)
 	var listenerErr error
@@ -280,6 +283,14 @@ func dialable(addr net.Addr) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func httpHandler(set *metrics.Set, ready *atomic.Bool, ui http.Handler) http.Handler {
