@@ -225,17 +225,10 @@ func run(args []string, output io.Writer) error {
 	}
 	set.RegisterMetricsWriter(b.WriteMetrics)
 	warnIfFileLimitLow(logger, fileLimit, b.PartitionsHeld(), opts.broker.MaxConnections)
-	var web *console.Console
-	if opts.http != "" {
-		opts.ui.Brokers, opts.ui.Logger = []string{dialable(b.Addr())}, logger
-		if web, err = console.New(opts.ui); err != nil {
-			b.Close(context.Background())
-			return err
-		}
-		ui.Set(web)
-		if host, _, _ := net.SplitHostPort(opts.http); opts.ui.Writes && !isLoopback(host) {
-			logger.Warn("--ui-writes on a non-loopback --http address: anyone who reaches it can create and delete topics (the console has no login yet)", "http", opts.http)
-		}
+	web, err := startConsole(opts, b, logger, &ui)
+	if err != nil {
+		b.Close(context.Background())
+		return err
 	}
 	ready.Store(true)
 	var listenerErr error
@@ -267,30 +260,6 @@ func run(args []string, output io.Writer) error {
 	}
 	logger.Info("stopped cleanly")
 	return nil
-}
-
-// dialable turns a listener's address into one this process can dial (a wildcard host becomes
-// loopback).
-func dialable(addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return addr.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-		if ip.To4() == nil {
-			host = "::1"
-		}
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func httpHandler(set *metrics.Set, ready *atomic.Bool, ui http.Handler) http.Handler {
