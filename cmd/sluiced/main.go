@@ -46,6 +46,9 @@ type options struct {
 	logFormat  string
 	flush      string
 	replicaAck string
+	// otlpEndpoint and traceSampling turn on request tracing (tracing.go).
+	otlpEndpoint  string
+	traceSampling float64
 }
 
 func parseFlags(args []string, output io.Writer) (options, error) {
@@ -96,6 +99,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "connections.max.idle.ms as a duration: close connections idle this long (0: never)")
 	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
+	fs.DurationVar(&b.RequestTiming.SlowRequest, "slow-request", cfg.RequestTiming.SlowRequest, "log one line with the stage timings of each request slower than this, receipt to last response byte (rate-limited; 0: off)")
+	fs.StringVar(&opts.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector for request traces (OTLP/HTTP): host:port or http(s)://host:port[/path], path /v1/traces by default; empty: tracing off")
+	fs.Float64Var(&opts.traceSampling, "trace-sampling", 0.01, "fraction of requests traced when --otlp-endpoint is set, 0 to 1")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	usage := func() {
@@ -161,6 +167,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 			b.RaftListen = voter.RaftAddress // the voter's own entry says where it listens
 		}
 	}
+	if err := checkTracingFlags(opts); err != nil {
+		return opts, err
+	}
 	if err := b.Validate(); err != nil {
 		return opts, err
 	}
@@ -211,6 +220,10 @@ func run(args []string, output io.Writer) error {
 		go httpServer.Serve(listener)
 		logger.Info("http serving", "address", listener.Addr().String())
 	}
+	stopTracing, err := startTracing(ctx, &opts, logger)
+	if err != nil {
+		return err
+	}
 	startCtx, cancelStart := context.WithTimeout(ctx, time.Minute)
 	b, err := broker.Start(startCtx, opts.broker)
 	cancelStart()
@@ -234,6 +247,7 @@ func run(args []string, output io.Writer) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = b.Close(shutdownCtx)
+	stopTracing(shutdownCtx)
 	if httpServer != nil {
 		httpServer.Shutdown(shutdownCtx)
 	}
