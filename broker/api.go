@@ -40,7 +40,7 @@ func (r *request) respond(resp kmsg.Response) {
 func (r *request) send(chunks ...netpoll.Chunk) {
 	r.metrics.seconds.UpdateDuration(r.received)
 	r.sendBegun = time.Now()
-	r.res.SendThen(r.sent, chunks...)
+	r.res.SendNotify(r, chunks...) // ResponseDone: request_timing.go
 }
 
 // skip completes the request without a response (acks=0).
