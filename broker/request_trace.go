@@ -34,8 +34,9 @@ import (
 const (
 	// maxTraceLinks bounds the links one request's span (or its consume span) carries.
 	maxTraceLinks = 16
-	// maxTracedFetchBytes bounds the record bytes a sampled fetch reads back to find traceparents.
-	maxTracedFetchBytes = 1 << 20
+	// maxTracedBytes bounds the record bytes a sampled request looks through for traceparents
+	// (a fetch reads them back from the log; a produce has them in its request).
+	maxTracedBytes = 1 << 20
 )
 
 // requestTracer samples requests and exports their spans.
@@ -65,6 +66,7 @@ func (t *requestTracer) sample() bool {
 // written by the request's handler before the response is sent and read in the done callback.
 type requestTrace struct {
 	produced []trace.Link // contexts of produced records
+	scanned  int          // produced record bytes looked through, up to maxTracedBytes
 	consumed []trace.Link // contexts of fetched records
 	attrs    []attribute.KeyValue
 }
@@ -105,6 +107,10 @@ func (r *request) noteProduced(topic string, partition int32, records []byte) {
 		return
 	}
 	r.trace.attrs = append(r.trace.attrs, attribute.String("messaging.destination.name", topic))
+	if r.trace.scanned+len(records) > maxTracedBytes {
+		return // whole batches only: a cut batch fails its CRC
+	}
+	r.trace.scanned += len(records)
 	r.trace.produced = collectLinks(r.trace.produced, records, topic, partition, false)
 }
 
@@ -114,7 +120,7 @@ func (r *request) noteFetched(results []fetchTopicResult) {
 	if r.trace == nil {
 		return
 	}
-	budget := int64(maxTracedFetchBytes)
+	budget := int64(maxTracedBytes)
 	for _, topic := range results {
 		for _, p := range topic.partitions {
 			if p.slice.Size == 0 || budget <= 0 || len(r.trace.consumed) >= maxTraceLinks {
