@@ -74,6 +74,9 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	f.mu.Lock()
 	f.mu.timer = time.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, f.expire)
 	f.mu.Unlock()
+	if req.ReplicaID >= 0 {
+		r.session.parkedReplicaFetch.Store(f)
+	}
 	f.attempt()
 }
 
@@ -124,6 +127,12 @@ func (f *fetchState) parkLocked() {
 func (f *fetchState) wake() { go f.attempt() }
 
 func (f *fetchState) expire() {
+	f.mu.Lock()
+	done := f.mu.done
+	f.mu.Unlock()
+	if done {
+		return
+	}
 	readBegin := time.Now()
 	results, _, _ := f.broker.evaluateFetch(f.req)
 	f.finish(results, readBegin)
