@@ -19,6 +19,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -106,7 +107,10 @@ func (r *request) noteProduced(topic string, partition int32, records []byte) {
 	if r.trace == nil {
 		return
 	}
-	r.trace.attrs = append(r.trace.attrs, attribute.String("messaging.destination.name", topic))
+	destination := attribute.String("messaging.destination.name", topic)
+	if !slices.Contains(r.trace.attrs, destination) {
+		r.trace.attrs = append(r.trace.attrs, destination)
+	}
 	if r.trace.scanned+len(records) > maxTracedBytes {
 		return // whole batches only: a cut batch fails its CRC
 	}
