@@ -62,6 +62,8 @@ type Config struct {
 	Replication replication.Config
 	// Transactions configures the transaction coordinator (txn_config.go).
 	Transactions TransactionConfig
+	// RequestTiming configures the slow-request log and tracing (request_timing.go).
+	RequestTiming RequestTimingConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
@@ -109,6 +111,7 @@ func DefaultConfig() Config {
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
 		Transactions:             DefaultTransactionConfig(),
+		RequestTiming:            DefaultRequestTimingConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 		MaxBufferedInputBytes:    512 << 20,
@@ -187,6 +190,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Transactions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.RequestTiming.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

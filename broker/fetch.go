@@ -64,8 +64,10 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 		return
 	}
 	b.resolveFetchRequest(req)
+	r.followerFetch = req.ReplicaID >= 0
 	f := &fetchState{broker: b, r: r, req: req}
 	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
+		r.readBegun = time.Now() // request_timing.go
 		results, _, _ := b.evaluateFetch(req)
 		b.respondFetch(r, req, 0, results)
 		return
@@ -103,9 +105,10 @@ func (f *fetchState) attempt() {
 	}
 	f.parkLocked()
 	f.mu.Unlock()
+	readBegin := time.Now()
 	results, total, failed := f.broker.evaluateFetch(f.req)
 	if total >= int64(f.req.MinBytes) || failed || f.broker.closing.Load() {
-		f.finish(results)
+		f.finish(results, readBegin)
 	}
 }
 
@@ -131,18 +134,21 @@ func (f *fetchState) expire() {
 	if done {
 		return
 	}
+	readBegin := time.Now()
 	results, _, _ := f.broker.evaluateFetch(f.req)
-	f.finish(results)
+	f.finish(results, readBegin)
 }
 
-// finish sends the response once, and unparks the fetch everywhere.
-func (f *fetchState) finish(results []fetchTopicResult) {
+// finish sends the response once, and unparks the fetch everywhere. readBegin is when the read
+// that produced results began.
+func (f *fetchState) finish(results []fetchTopicResult, readBegin time.Time) {
 	f.mu.Lock()
 	if f.mu.done {
 		f.mu.Unlock()
 		return
 	}
 	f.mu.done = true
+	f.r.readBegun = readBegin // request_timing.go
 	f.mu.timer.Stop()
 	waiting := f.mu.waiting
 	f.mu.waiting = nil
@@ -305,6 +311,10 @@ func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int1
 	}
 	if errorCode != 0 {
 		r.failed()
+	}
+	r.markRead() // request_timing.go
+	if req.ReplicaID < 0 {
+		r.noteFetched(results) // request_trace.go
 	}
 	r.send(chunks...)
 }

@@ -35,6 +35,9 @@ type apiMetrics struct {
 	requests *metrics.Counter
 	errors   *metrics.Counter
 	seconds  *metrics.PrometheusHistogram
+
+	// sizeBytes is the request frames' size (request_timing.go).
+	sizeBytes *metrics.PrometheusHistogram
 }
 
 // latencyBuckets are the upper bounds, in seconds, of the broker's latency histograms: 50 µs to
@@ -85,6 +88,7 @@ func (m *brokerMetrics) api(key int16) *apiMetrics {
 		errors:   m.set.NewCounter(fmt.Sprintf(`sluice_request_errors_total{api=%q}`, name)),
 		seconds:  m.set.NewPrometheusHistogramExt(fmt.Sprintf(`sluice_request_duration_seconds{api=%q}`, name), latencyBuckets),
 	}
+	a.sizeBytes = m.set.NewPrometheusHistogramExt(fmt.Sprintf(`sluice_request_size_bytes{api=%q}`, name), sizeBuckets)
 	m.byAPI[key] = a
 	return a
 }

@@ -47,7 +47,10 @@ type options struct {
 	logFormat  string
 	flush      string
 	replicaAck string
-	ui         console.Config
+	// otlpEndpoint and traceSampling turn on request tracing (tracing.go).
+	otlpEndpoint  string
+	traceSampling float64
+	ui            console.Config
 }
 
 func parseFlags(args []string, output io.Writer) (options, error) {
@@ -100,6 +103,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
 	fs.IntVar(&b.MetricsMaxTopics, "metrics-max-topics", cfg.MetricsMaxTopics, "topics with series of their own on /metrics (per topic and per partition); the traffic of further topics counts under topic=\"__other\"")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
+	fs.DurationVar(&b.RequestTiming.SlowRequest, "slow-request", cfg.RequestTiming.SlowRequest, "log one line with the stage timings of each request slower than this, receipt to last response byte (rate-limited; 0: off)")
+	fs.StringVar(&opts.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector for request traces (OTLP/HTTP): host:port or http(s)://host:port[/path], path /v1/traces by default; empty: tracing off")
+	fs.Float64Var(&opts.traceSampling, "trace-sampling", 0.01, "fraction of requests traced when --otlp-endpoint is set, 0 to 1")
 	opts.ui = console.DefaultConfig()
 	fs.BoolVar(&opts.ui.Writes, "ui-writes", false, "let the web console (/ui on --http) create and delete topics, reset offsets and delete groups")
 	fs.DurationVar(&opts.ui.SampleInterval, "ui-sample-interval", opts.ui.SampleInterval, "how often the web console samples offsets for its throughput and lag charts")
@@ -168,6 +174,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 			b.RaftListen = voter.RaftAddress // the voter's own entry says where it listens
 		}
 	}
+	if err := checkTracingFlags(opts); err != nil {
+		return opts, err
+	}
 	if err := b.Validate(); err != nil {
 		return opts, err
 	}
@@ -219,6 +228,10 @@ func run(args []string, output io.Writer) error {
 		go httpServer.Serve(listener)
 		logger.Info("http serving", "address", listener.Addr().String())
 	}
+	stopTracing, err := startTracing(ctx, &opts, logger)
+	if err != nil {
+		return err
+	}
 	startCtx, cancelStart := context.WithTimeout(ctx, time.Minute)
 	b, err := broker.Start(startCtx, opts.broker)
 	cancelStart()
@@ -251,6 +264,7 @@ func run(args []string, output io.Writer) error {
 		web.Close()
 	}
 	err = b.Close(shutdownCtx)
+	stopTracing(shutdownCtx)
 	if httpServer != nil {
 		httpServer.Shutdown(shutdownCtx)
 	}
