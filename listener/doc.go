@@ -12,7 +12,7 @@
 // TLS material (certificate, key, CA bundle for client certificates) is held by a Reloader,
 // which serves tls.Configs that always use the newest good files: new handshakes see a new
 // certificate as soon as Reload ran (on SIGHUP, or when the files' modification time or size
-// changed, checked every PollInterval); handshakes already done keep theirs. A reload that
+// changed, checked every poll interval); handshakes already done keep theirs. A reload that
 // fails (unreadable file, key not matching the certificate) keeps the previous material and
 // is logged and counted.
 //

@@ -96,12 +96,13 @@ type Reloader struct {
 	done chan struct{}
 }
 
-// PollInterval is how often a Reloader looks for changed files.
-const PollInterval = time.Second
+// DefaultPollInterval is how often sluiced looks for changed TLS files unless told otherwise.
+const DefaultPollInterval = 5 * time.Second
 
-// NewReloader loads files (failing when they cannot be used) and, when poll is true, starts a
-// goroutine that reloads them when they change; Close stops it. set may be nil.
-func NewReloader(files Files, poll bool, logger *slog.Logger, set *metrics.Set) (*Reloader, error) {
+// NewReloader loads files (failing when they cannot be used) and, when poll is positive,
+// starts a goroutine that reloads them when their modification time or size changed, checked
+// every poll; Close stops it. set may be nil.
+func NewReloader(files Files, poll time.Duration, logger *slog.Logger, set *metrics.Set) (*Reloader, error) {
 	if err := files.Validate(); err != nil {
 		return nil, err
 	}
@@ -124,8 +125,8 @@ func NewReloader(files Files, poll bool, logger *slog.Logger, set *metrics.Set) 
 		return nil, err
 	}
 	r.current.Store(loaded)
-	if poll {
-		go r.watch()
+	if poll > 0 {
+		go r.watch(poll)
 	} else {
 		close(r.done)
 	}
@@ -143,9 +144,9 @@ func (r *Reloader) Close() {
 	<-r.done
 }
 
-func (r *Reloader) watch() {
+func (r *Reloader) watch(poll time.Duration) {
 	defer close(r.done)
-	ticker := time.NewTicker(PollInterval)
+	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	for {
 		select {
@@ -227,23 +228,7 @@ var ErrNoCertificate = errors.New("listener: a TLS listener needs --tls-cert and
 // ServerConfig returns a config for TLS listeners. Each handshake takes the newest material
 // (GetConfigForClient), so a reload applies to the next connection.
 func (r *Reloader) ServerConfig() (*tls.Config, error) {
-	if r.current.Load().certificate == nil {
-		return nil, ErrNoCertificate
-	}
-	base := &tls.Config{MinVersion: tls.VersionTLS12}
-	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		loaded := r.current.Load()
-		return &tls.Config{
-			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{*loaded.certificate},
-			ClientAuth:   r.files.ClientAuth.tlsType(),
-			ClientCAs:    loaded.roots,
-			// Full-size records from the first byte: Kafka responses are large and the peer is
-			// not a browser waiting for the first bytes.
-			DynamicRecordSizingDisabled: true,
-		}, nil
-	}
-	return base, nil
+	return r.ServerConfigWith(r.files.ClientAuth)
 }
 
 // ClientConfig returns a config for dialing TLS peers (inter-broker links, the CLI). The
@@ -288,4 +273,29 @@ func verifyServer(state tls.ConnectionState, roots *x509.CertPool) error {
 		return fmt.Errorf("listener: server certificate: %w", err)
 	}
 	return nil
+}
+
+// ServerConfigWith is ServerConfig with another client-certificate policy (brokers ask each
+// other for certificates whatever clients are asked for).
+func (r *Reloader) ServerConfigWith(auth ClientAuth) (*tls.Config, error) {
+	if r.current.Load().certificate == nil {
+		return nil, ErrNoCertificate
+	}
+	if auth != ClientAuthNone && auth != "" && r.current.Load().roots == nil {
+		return nil, invalid("TLS client auth %s needs a CA file", auth)
+	}
+	base := &tls.Config{MinVersion: tls.VersionTLS12}
+	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		loaded := r.current.Load()
+		return &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{*loaded.certificate},
+			ClientAuth:   auth.tlsType(),
+			ClientCAs:    loaded.roots,
+			// Full-size records from the first byte: Kafka responses are large and the peer is
+			// not a browser waiting for the first bytes.
+			DynamicRecordSizingDisabled: true,
+		}, nil
+	}
+	return base, nil
 }

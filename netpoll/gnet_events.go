@@ -1,6 +1,7 @@
 package netpoll
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -96,6 +97,9 @@ func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
 	s.metrics.connections.Inc()
 	s.handler.Opened(c)
 	if c.tls != nil {
+		state := c.tls.conn.ConnectionState()
+		s.logger.Debug("netpoll: TLS connection opened", "listener", c.listener.config.Name, "remote", c.remoteAddr,
+			"version", tls.VersionName(state.Version), "principal", c.principal)
 		// The client's first request may already sit in the tls.Conn's buffer, read during the
 		// handshake; no socket event would announce it.
 		c.scheduleWake()

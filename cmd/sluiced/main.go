@@ -46,6 +46,7 @@ type options struct {
 	logFormat  string
 	flush      string
 	replicaAck string
+	listeners  listenerFlags
 }
 
 func parseFlags(args []string, output io.Writer) (options, error) {
@@ -61,7 +62,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	var maxMessageBytes int
 	var retentionBytes int64
 	fs.StringVar(&b.DataDir, "data-dir", cfg.DataDir, "directory for metadata and partition logs")
-	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port)")
+	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port): one PLAINTEXT listener; see --listeners for several")
 	fs.StringVar(&b.Advertise, "advertise", "", "address given to clients in metadata (host:port); default: the listener's")
 	fs.StringVar(&b.RaftListen, "raft-listen", cfg.RaftListen, "metadata Raft transport address (host:port, port 0 picks one)")
 	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz and /debug/pprof (empty: off)")
@@ -96,6 +97,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "connections.max.idle.ms as a duration: close connections idle this long (0: never)")
 	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
+	opts.listeners.register(fs)
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	usage := func() {
@@ -161,6 +163,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 			b.RaftListen = voter.RaftAddress // the voter's own entry says where it listens
 		}
 	}
+	if err := opts.listeners.apply(b); err != nil {
+		return opts, err
+	}
 	if err := b.Validate(); err != nil {
 		return opts, err
 	}
@@ -211,6 +216,11 @@ func run(args []string, output io.Writer) error {
 		go httpServer.Serve(listener)
 		logger.Info("http serving", "address", listener.Addr().String())
 	}
+	stopTLS, err := opts.listeners.startTLS(ctx, &opts.broker, logger, set)
+	if err != nil {
+		return err
+	}
+	defer stopTLS()
 	startCtx, cancelStart := context.WithTimeout(ctx, time.Minute)
 	b, err := broker.Start(startCtx, opts.broker)
 	cancelStart()
