@@ -86,6 +86,7 @@ type Server struct {
 	copiedFileBytes atomic.Uint64
 
 	copyBuffers sync.Pool // *[]byte of copyBufferBytes
+	tlsRecords  sync.Pool // *[]byte gathering one write's TLS records (tls.go)
 
 	mu struct {
 		sync.Mutex
@@ -195,6 +196,10 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	s.mu.connections = make(map[uint64]*Conn)
 	s.copyBuffers.New = func() any {
 		buffer := make([]byte, copyBufferBytes)
+		return &buffer
+	}
+	s.tlsRecords.New = func() any {
+		buffer := make([]byte, 0, copyBufferBytes+copyBufferBytes/64)
 		return &buffer
 	}
 	s.failure.signal = make(chan struct{})

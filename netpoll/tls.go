@@ -62,6 +62,9 @@ type tlsSocket struct {
 	gnetConn gnet.Conn
 	local    net.Addr
 	remote   net.Addr
+	// gathered, when not nil, collects the records of one Conn.write, so that a response's
+	// records reach gnet (and the socket) in one write instead of one each (see Conn.write).
+	gathered *[]byte
 }
 
 func (s *tlsSocket) Read(p []byte) (int, error) {
@@ -80,6 +83,10 @@ func (s *tlsSocket) Write(p []byte) (int, error) {
 	}
 	if s.gnetConn == nil {
 		return 0, net.ErrClosed
+	}
+	if s.gathered != nil {
+		*s.gathered = append(*s.gathered, p...)
+		return len(p), nil
 	}
 	return s.gnetConn.Write(p)
 }

@@ -241,7 +241,17 @@ func (c *Conn) write(p []byte) error {
 	if c.loop.closed {
 		return ErrConnectionClosed
 	}
+	gathered := c.server.tlsRecords.Get().(*[]byte)
+	defer c.server.tlsRecords.Put(gathered)
+	*gathered = (*gathered)[:0]
+	c.tls.socket.gathered = gathered
 	_, err := c.tls.conn.Write(p)
+	c.tls.socket.gathered = nil
+	if len(*gathered) > 0 {
+		if _, writeErr := c.gnetConn.Write(*gathered); err == nil {
+			err = writeErr
+		}
+	}
 	return err
 }
 
