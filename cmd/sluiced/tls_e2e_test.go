@@ -87,6 +87,15 @@ func TestTLSListenerServesKafkaClientsAndRefusesBadOnes(t *testing.T) {
 	if got := net.JoinHostPort(metadata.Brokers[0].Host, strconv.Itoa(int(metadata.Brokers[0].Port))); got != sslAddress {
 		t.Fatalf("metadata on the SSL listener advertises %s, want %s", got, sslAddress)
 	}
+	// The PLAINTEXT listener's Metadata gives the PLAINTEXT address.
+	plainClient := newClient(t, addresses["PLAINTEXT"])
+	plainMetadata, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, plainClient)
+	if err != nil || len(plainMetadata.Brokers) != 1 {
+		t.Fatalf("metadata on the PLAINTEXT listener: %v", err)
+	}
+	if got := net.JoinHostPort(plainMetadata.Brokers[0].Host, strconv.Itoa(int(plainMetadata.Brokers[0].Port))); got != addresses["PLAINTEXT"] {
+		t.Fatalf("metadata on the PLAINTEXT listener advertises %s, want %s", got, addresses["PLAINTEXT"])
+	}
 	if !strings.Contains(d.logs(), `principal="User:CN=alice,OU=payments"`) {
 		t.Fatalf("the client certificate's principal did not reach the broker\n%s", d.logs())
 	}
