@@ -11,8 +11,8 @@ import (
 // frameHeaderBytes is the size of the Kafka frame prefix: a big-endian int32 byte count.
 const frameHeaderBytes = 4
 
-// Conn is one client connection. RemoteAddr, LocalAddr, ID, Context, SetContext and Close are
-// safe from any goroutine.
+// Conn is one client connection. RemoteAddr, LocalAddr, ID, Listener, TLSPeerPrincipal, Context,
+// SetContext and Close are safe from any goroutine.
 type Conn struct {
 	server   *Server
 	gnetConn gnet.Conn
