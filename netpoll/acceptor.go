@@ -28,7 +28,9 @@ import (
 //     marked failed (Server.Failed) and the loop ends; the process should exit.
 //
 // Back-off doubles from minAcceptBackoff to maxAcceptBackoff and resets on the next accepted
-// connection. One goroutine, owned by the Server: stop closes the listener and waits for it.
+// connection. One goroutine per listener, owned by the Server, plus on TLS listeners the
+// handshake goroutines it starts (tls.go): stop closes the listener, cancels the handshakes and
+// waits for all of them.
 type acceptor struct {
 	server   *Server
 	listener *boundListener
@@ -211,6 +213,9 @@ func (a *acceptor) shed() int {
 // reports false when the acceptor stopped while waiting for a slot.
 func (a *acceptor) startHandshake(conn *net.TCPConn) bool {
 	s := a.server
+	if a.overConnectionLimit(conn) {
+		return true // no handshake for a connection that would be refused anyway
+	}
 	select {
 	case s.handshakeSlots <- struct{}{}:
 	case <-a.stopping:
@@ -226,16 +231,25 @@ func (a *acceptor) startHandshake(conn *net.TCPConn) bool {
 	return true
 }
 
-// register hands conn to an event loop and waits until the loop has opened it, so the
-// connection count is exact for the next accept and no registration is left in flight when
-// the loop is stopped. It reports false when descriptors ran out.
-func (a *acceptor) register(conn *net.TCPConn, pending *pendingConn) bool {
+// overConnectionLimit closes conn and reports true when MaxConnections are open.
+func (a *acceptor) overConnectionLimit(conn *net.TCPConn) bool {
 	s := a.server
 	if limit := s.config.MaxConnections; limit > 0 && s.openConnections.Load() >= int64(limit) {
 		s.metrics.evicted(evictMaxConnections).Inc() // counted before the client can see it
 		_ = conn.Close()
 		s.acceptLog.Warn("netpoll: closing new connection: max connections reached",
 			"remote", conn.RemoteAddr(), "maxConnections", limit)
+		return true
+	}
+	return false
+}
+
+// register hands conn to an event loop and waits until the loop has opened it, so the
+// connection count is exact for the next accept and no registration is left in flight when
+// the loop is stopped. It reports false when descriptors ran out.
+func (a *acceptor) register(conn *net.TCPConn, pending *pendingConn) bool {
+	s := a.server
+	if a.overConnectionLimit(conn) {
 		return true
 	}
 	results, err := s.engine.Register(gnet.NewNetConnContext(gnet.NewContext(context.Background(), pending), conn))
