@@ -2,6 +2,8 @@ package netpoll
 
 import (
 	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 
@@ -160,7 +162,10 @@ func (c *Conn) process() gnet.Action {
 	}
 	if c.tls != nil {
 		if err := c.tls.decrypt(); err != nil {
-			c.server.badInputLog.Warn("netpoll: closing TLS connection: bad input", "remote", c.remoteAddr, "err", err)
+			// io.EOF is the client's close_notify: it closes, as a plaintext client's FIN does.
+			if !errors.Is(err, io.EOF) {
+				c.server.badInputLog.Warn("netpoll: closing TLS connection: bad input", "remote", c.remoteAddr, "err", err)
+			}
 			return gnet.Close
 		}
 	}
