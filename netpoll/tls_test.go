@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-mq/sluice/listener/testpki"
 )
@@ -70,7 +71,12 @@ func (ts *tlsTestServer) dialTLS(t *testing.T, certificates ...tls.Certificate) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = raw.Close() })
-	conn := tls.Client(raw, &tls.Config{RootCAs: ts.ca.Pool(), ServerName: "127.0.0.1", Certificates: certificates})
+	config := &tls.Config{RootCAs: ts.ca.Pool(), ServerName: "127.0.0.1"}
+	if len(certificates) > 0 {
+		// Sent whichever CAs the server names as acceptable (an untrusted one included).
+		config.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &certificates[0], nil }
+	}
+	conn := tls.Client(raw, config)
 	if err := conn.Handshake(); err != nil {
 		return nil, err
 	}
@@ -187,4 +193,42 @@ func dialAddress(t *testing.T, address string) *testClient {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return &testClient{t: t, conn: conn.(*net.TCPConn), stream: conn, reader: bufio.NewReaderSize(conn, 64<<10)}
+}
+
+// TestTLSHandshakesAreBoundedInTimeAndNumber: a client that never finishes its handshake holds
+// the only handshake slot until HandshakeTimeout closes it; meanwhile a second client waits in
+// the backlog, and is served once the slot frees.
+func TestTLSHandshakesAreBoundedInTimeAndNumber(t *testing.T) {
+	ca := testpki.NewCA(t, t.TempDir(), "slow")
+	pair := ca.Server(t, "server", testpki.Options{})
+	cfg := testConfig(t)
+	cfg.HandshakeTimeout = 300 * time.Millisecond
+	cfg.MaxConcurrentHandshakes = 1
+	cfg.Listeners = []ListenerConfig{{Name: "SSL", SecurityProtocol: "SSL", Address: "127.0.0.1:0",
+		TLS: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair.TLS}}}}
+	server := startServer(t, cfg, echoHandler())
+	silent := dialAddress(t, server.Addr().String()) // connects, sends nothing
+	started := time.Now()
+	raw, err := net.Dial("tcp", server.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+	conn := tls.Client(raw, &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"})
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if err := conn.Handshake(); err != nil {
+		t.Fatalf("second client's handshake: %v", err)
+	}
+	if waited := time.Since(started); waited < cfg.HandshakeTimeout/2 {
+		t.Fatalf("second handshake done after %v: the only slot should have been held by the silent client", waited)
+	}
+	silent.awaitClosed()
+	if got := server.metrics.tlsHandshakeFailures.Get(); got != 1 {
+		t.Fatalf("handshake failures %d, want 1 (the timeout)", got)
+	}
+	client := &testClient{t: t, conn: raw.(*net.TCPConn), stream: conn, reader: bufio.NewReader(conn)}
+	client.send([]byte("served"))
+	if got := string(client.mustReadFrame()); got != "served" {
+		t.Fatalf("echo %q", got)
+	}
 }
