@@ -31,22 +31,24 @@ type Broker struct {
 	registry    *registry
 	server      *netpoll.Server
 	advertised  hostPort // the inter-broker listener's advertised address
-	endpoints   listenerEndpoints
-	// endpointsOfOthers caches parsed coordinator.Broker.Endpoints (listeners.go).
-	endpointsOfOthers endpointCache
-	apis              apiTable
-	groups            *groupCoordinator
-	producerIDs       *producerIDAllocator
-	replicas          *replication.Manager
-	cleaner           *logCleaner
-	txns              *txnCoordinator // transaction coordinator (txn_coordinator.go)
-	shares            *shareManager   // share groups and share partitions (share.go)
+	apis        apiTable
+	groups      *groupCoordinator
+	producerIDs *producerIDAllocator
+	replicas    *replication.Manager
+	cleaner     *logCleaner
+	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
+	shares      *shareManager   // share groups and share partitions (share.go)
 	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
 	consumerGroups *consumerGroups
 
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
 	badRequestLog *loglimit.Limiter
+
+	// endpoints are every listener's advertised address (advertised is the inter-broker one's);
+	// endpointsOfOthers caches other brokers' parsed registrations (listeners.go).
+	endpoints         listenerEndpoints
+	endpointsOfOthers endpointCache
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
