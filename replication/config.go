@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 )
@@ -52,6 +53,9 @@ type Config struct {
 	ISRCheckInterval time.Duration
 	// RetryBackoff is the pause after a failed connection or request to a leader.
 	RetryBackoff time.Duration
+	// TLS, when not nil, is the client config followers dial leaders with (the inter-broker
+	// listener's security; it offers this node's certificate for mTLS).
+	TLS *tls.Config
 	// UnsafeLeaderOnlyAck deliberately breaks acks=all, for the chaos suite's self-test only (see
 	// unsafe_ack.go). Never set in production.
 	UnsafeLeaderOnlyAck bool
