@@ -35,6 +35,7 @@ type Broker struct {
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
+	followers   followerConnections
 	cleaner     *logCleaner
 	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
 	shares      *shareManager   // share groups and share partitions (share.go)
@@ -64,6 +65,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
+	b.followers.onGone = b.followerGone
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
 	if err != nil {

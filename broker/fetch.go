@@ -63,6 +63,9 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 		return
 	}
 	b.resolveFetchRequest(req)
+	if req.ReplicaID >= 0 && r.session.follower.CompareAndSwap(0, req.ReplicaID+1) {
+		b.followers.opened(req.ReplicaID)
+	}
 	f := &fetchState{broker: b, r: r, req: req}
 	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
 		results, _, _ := b.evaluateFetch(req)
@@ -75,6 +78,7 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	if req.ReplicaID >= 0 {
 		r.session.parkedReplicaFetch.Store(f)
 	}
+
 	f.attempt()
 }
 
