@@ -87,6 +87,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.replicas.SetUnreachableReporter(b.reportUnreachableLeader)
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
 	b.registry.leaderElections = b.metrics.leaderElections
 
