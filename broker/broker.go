@@ -35,6 +35,7 @@ type Broker struct {
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
+	followers   followerConnections
 	cleaner     *logCleaner
 	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
 	shares      *shareManager   // share groups and share partitions (share.go)
@@ -71,6 +72,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
+	b.followers.onGone = b.followerGone
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.timing = newRequestTiming(cfg.RequestTiming, b.metrics.set, loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst))
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
@@ -96,6 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.replicas.SetUnreachableReporter(b.reportUnreachableLeader)
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
 	b.registry.leaderElections = b.metrics.leaderElections
 
