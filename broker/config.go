@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/group"
+	"github.com/sluice-mq/sluice/listener"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
@@ -26,6 +28,21 @@ type Config struct {
 	Listen string
 	// Advertise is the host:port given to clients in Metadata; empty means the bound listener address.
 	Advertise string
+	// Listeners are the named Kafka listeners (see listeners.go); empty means one PLAINTEXT
+	// listener on Listen, advertised as Advertise.
+	Listeners []listener.Spec
+	// AdvertisedListeners maps a listener's name to the host:port given to clients that came
+	// in on it; a listener without an entry advertises its bound address.
+	AdvertisedListeners map[string]string
+	// InterBrokerListener names the listener other brokers dial (replication, transaction
+	// markers); empty means the first. Its security also applies to the Raft port.
+	InterBrokerListener string
+	// TLS is the server config of SSL and SASL_SSL listeners; RaftTLS that of the Raft port
+	// and InterBrokerTLS the client config for dialing other brokers, both used when the
+	// inter-broker listener is SSL.
+	TLS            *tls.Config
+	RaftTLS        *tls.Config
+	InterBrokerTLS *tls.Config
 	// RaftListen is the address of the metadata Raft transport; port 0 picks one. With
 	// ControllerVoters it defaults to this node's entry there.
 	RaftListen string
@@ -131,9 +148,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir is empty"))
 	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("listen address %q: %w", c.Listen, err))
-	}
+	errs = append(errs, c.validateListeners()...)
 	if c.Advertise != "" {
 		if _, err := splitAdvertise(c.Advertise); err != nil {
 			errs = append(errs, err)

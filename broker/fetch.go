@@ -65,6 +65,9 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	}
 	b.resolveFetchRequest(req)
 	r.followerFetch = req.ReplicaID >= 0
+	if req.ReplicaID >= 0 && r.session.follower.CompareAndSwap(0, req.ReplicaID+1) {
+		b.followers.opened(req.ReplicaID)
+	}
 	f := &fetchState{broker: b, r: r, req: req}
 	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
 		r.readBegun = time.Now() // request_timing.go
@@ -78,6 +81,7 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	if req.ReplicaID >= 0 {
 		r.session.parkedReplicaFetch.Store(f)
 	}
+
 	f.attempt()
 }
 

@@ -106,7 +106,7 @@ func (m *brokerMetrics) observeFsync(d time.Duration) { m.fsyncSeconds.Update(d.
 // reports the same count).
 //
 // Also: sluice_partition_segments per partition; the data directory's gauges (metrics_disk.go);
-// sluice_listener_connections{listener,address}; consumer and share-group lag
+// sluice_listener_connections{listener,protocol,address}; consumer and share-group lag
 // (metrics_group_lag.go); the log cleaner's (log_cleaner.go); the per-topic counters
 // (metrics_topics.go). cmd/sluiced adds the HELP text and regroups families (metrics_exposition.go).
 //
@@ -167,7 +167,9 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "sluice_offline_partitions %d\n", offline)
 	b.writeDataDirMetrics(w, logBytes, segments)
 	if b.server != nil {
-		fmt.Fprintf(w, "sluice_listener_connections{listener=\"kafka\",address=%q} %d\n", b.server.Addr().String(), b.server.Connections())
+		for _, l := range b.server.Connections() {
+			fmt.Fprintf(w, "sluice_listener_connections{listener=%q,protocol=%q,address=%q} %d\n", l.Name, l.SecurityProtocol, l.Address.String(), l.Connections)
+		}
 	}
 	b.writeGroupLag(w)
 	b.writeCleanerMetrics(w)

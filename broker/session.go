@@ -19,6 +19,9 @@ type session struct {
 	// in request order, so it would hold back every later response on the connection: the next
 	// request answers it first (see replication's fetcher).
 	parkedReplicaFetch atomic.Pointer[fetchState]
+	// follower is the replica id + 1 of the follower fetching on this connection, 0 for clients;
+	// set once, counted in Broker.followers.
+	follower atomic.Int32
 
 	mu struct {
 		sync.Mutex
@@ -43,6 +46,9 @@ func (b *Broker) Opened(conn *netpoll.Conn) {
 func (b *Broker) Closed(conn *netpoll.Conn) {
 	if s, ok := conn.Context().(*session); ok {
 		s.closed.Store(true)
+		if id := s.follower.Load(); id > 0 {
+			b.followers.closed(id - 1)
+		}
 	}
 	b.shares.connectionClosed(conn)
 }

@@ -109,6 +109,9 @@ func dialBroker(ctx context.Context, cfg *clientConfig, nodeID int32, address st
 	if tcp, ok := netConn.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
+	if netConn, err = startTLS(ctx, cfg, address, netConn); err != nil {
+		return nil, networkError(address, err)
+	}
 	clientID := cfg.clientID
 	c := &brokerConn{
 		nodeID:     nodeID,

@@ -31,6 +31,7 @@ const (
 	opWriteGroupState        operation = "write-group-state"
 	opAlterGroupConfigs      operation = "alter-group-configs"
 	opWriteTransactions      operation = "write-transactions"
+	opReportUnreachable      operation = "report-unreachable-leader"
 )
 
 // Retry pacing while the controller changes: the wait doubles from
@@ -69,6 +70,8 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.readIndex)
 	case opHeartbeat:
 		return serve(ctx, args, c.heartbeat)
+	case opReportUnreachable:
+		return serve(ctx, args, c.unreachableLeaderReported)
 	case opAlterPartition:
 		return serve(ctx, args, c.alterPartition)
 	case opShutdownBroker:

@@ -40,6 +40,8 @@ const (
 	commandElectPreferred commandType = 18
 	// Transaction coordinator state (transactions.go).
 	commandWriteTransactions commandType = 19
+	// Leaders their followers cannot reach (unreachable_leader.go).
+	commandDemoteUnreachable commandType = 20
 )
 
 func (t commandType) String() string {
@@ -82,6 +84,8 @@ func (t commandType) String() string {
 		return "elect-preferred"
 	case commandWriteTransactions:
 		return "write-transactions"
+	case commandDemoteUnreachable:
+		return "demote-unreachable"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -186,6 +190,8 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &electPreferredCommand{}
 	case commandWriteTransactions:
 		c = &writeTransactionsCommand{}
+	case commandDemoteUnreachable:
+		c = &demoteUnreachableCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}

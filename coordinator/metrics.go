@@ -14,6 +14,8 @@ import (
 //   - sluice_controller_is_active: 1 while this node is the controller;
 //   - sluice_controller_id: the controller this node knows of, -1 while it knows none;
 //   - sluice_brokers_fenced_total: brokers this node, as controller, fenced for a missed session;
+//   - sluice_unreachable_leader_demotions_total: leaders this node, as controller, moved off
+//     because every other in-sync member reported them unreachable (unreachable_leader.go);
 //   - sluice_controller_failover_seconds: for each such fence, the time from the broker's last
 //     heartbeat to the commit of the command that moved its leaderships (the metadata half of a
 //     failover; brokers start serving as leaders when they apply it, within milliseconds).
@@ -33,6 +35,8 @@ type coordinatorMetrics struct {
 	failoverSeconds   *metrics.PrometheusHistogram
 	applySeconds      *metrics.PrometheusHistogram
 	leaderChanges     *metrics.Counter
+	// unreachableDemotions counts leaders moved off because their followers could not reach them.
+	unreachableDemotions *metrics.Counter
 }
 
 // durationBuckets are the upper bounds, in seconds, of the coordinator's histograms.
@@ -84,10 +88,11 @@ func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics 
 		}
 	})
 	return coordinatorMetrics{
-		controllerChanges: set.GetOrCreateCounter("sluice_controller_changes_total"),
-		brokersFenced:     set.GetOrCreateCounter("sluice_brokers_fenced_total"),
-		failoverSeconds:   set.GetOrCreatePrometheusHistogramExt("sluice_controller_failover_seconds", durationBuckets),
-		applySeconds:      set.GetOrCreatePrometheusHistogramExt("sluice_raft_apply_duration_seconds", durationBuckets),
-		leaderChanges:     set.GetOrCreateCounter("sluice_raft_leader_changes_total"),
+		controllerChanges:    set.GetOrCreateCounter("sluice_controller_changes_total"),
+		brokersFenced:        set.GetOrCreateCounter("sluice_brokers_fenced_total"),
+		failoverSeconds:      set.GetOrCreatePrometheusHistogramExt("sluice_controller_failover_seconds", durationBuckets),
+		applySeconds:         set.GetOrCreatePrometheusHistogramExt("sluice_raft_apply_duration_seconds", durationBuckets),
+		leaderChanges:        set.GetOrCreateCounter("sluice_raft_leader_changes_total"),
+		unreachableDemotions: set.GetOrCreateCounter("sluice_unreachable_leader_demotions_total"),
 	}
 }

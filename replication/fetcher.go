@@ -61,6 +61,7 @@ const (
 )
 
 type inFlightRequest struct {
+	sentAt        time.Time
 	correlationID int32
 	kind          requestKind
 	partitions    []*followed
@@ -74,6 +75,27 @@ type fetcher struct {
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+	// lastHeard is when the leader last answered; lastReport when it was last reported
+	// unreachable. Owned by the fetcher goroutine.
+	lastHeard, lastReport time.Time
+}
+
+// unreachableReportInterval paces the reports of a leader that stays silent.
+const unreachableReportInterval = 500 * time.Millisecond
+
+// checkLeaderSilence reports the leader to the controller while it has not answered for
+// LeaderUnreachableAfter and this broker follows partitions of it.
+func (f *fetcher) checkLeaderSilence(now time.Time) {
+	m := f.manager
+	if m.reportUnreachable == nil || now.Sub(f.lastHeard) < m.config.LeaderUnreachableAfter || now.Sub(f.lastReport) < unreachableReportInterval {
+		return
+	}
+	if len(m.partitionsOf(f.leaderID)) == 0 {
+		return
+	}
+	f.lastReport = now
+	f.logger.Warn("replication: leader silent; reporting it to the controller", "leader", f.leaderID, "silent_for", now.Sub(f.lastHeard).Round(time.Millisecond))
+	go m.reportUnreachable(f.leaderID)
 }
 
 func (f *fetcher) poke() {
@@ -91,7 +113,7 @@ func (f *fetcher) run() {
 		var err error
 		if ok {
 			var c *conn
-			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout); err == nil {
+			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout, f.manager.config.TLS); err == nil {
 				err = f.serve(c)
 				c.close()
 			}
@@ -106,6 +128,7 @@ func (f *fetcher) run() {
 		if err != nil {
 			f.manager.logFetchError(f.leaderID, err)
 		}
+		f.checkLeaderSilence(time.Now())
 		select {
 		case <-f.stop:
 			return
@@ -129,6 +152,10 @@ func (f *fetcher) serve(c *conn) error {
 	nudged := false
 	for {
 		now := time.Now()
+		f.checkLeaderSilence(now)
+		if len(pending) > 0 && now.Sub(pending[0].sentAt) > f.manager.config.FetchMaxWait+f.manager.config.LeaderUnreachableAfter {
+			return fmt.Errorf("replication: leader %d has not answered a request for %v", f.leaderID, now.Sub(pending[0].sentAt).Round(time.Millisecond))
+		}
 		partitions := f.manager.partitionsOf(f.leaderID)
 		if len(pending) < maxRequestsInFlight {
 			var check, data []*followed
@@ -148,7 +175,7 @@ func (f *fetcher) serve(c *conn) error {
 					return err
 				}
 				markInFlight(check)
-				pending = append(pending, inFlightRequest{correlationID: id, kind: kindEpochs, partitions: check})
+				pending = append(pending, inFlightRequest{sentAt: time.Now(), correlationID: id, kind: kindEpochs, partitions: check})
 			}
 			switch {
 			case len(data) > 0 && !dataInFlight && len(pending) < maxRequestsInFlight:
@@ -158,7 +185,7 @@ func (f *fetcher) serve(c *conn) error {
 				}
 				markInFlight(data)
 				dataInFlight, nudged = true, false
-				pending = append(pending, inFlightRequest{correlationID: id, kind: kindData, partitions: data})
+				pending = append(pending, inFlightRequest{sentAt: time.Now(), correlationID: id, kind: kindData, partitions: data})
 			case len(data) > 0 && !nudged && !ackInFlight && len(pending) < maxRequestsInFlight:
 				// Ready partitions wait for the data fetch in flight; have the leader return it now.
 				ackDirty = true
@@ -188,16 +215,19 @@ func (f *fetcher) serve(c *conn) error {
 					return err
 				}
 				ackInFlight = true
-				pending = append(pending, inFlightRequest{correlationID: id, kind: kindAck, partitions: acks})
+				pending = append(pending, inFlightRequest{sentAt: time.Now(), correlationID: id, kind: kindAck, partitions: acks})
 			}
 		}
 
-		// Paused partitions come back when their pause ends, even while requests are in flight.
+		// Paused partitions come back when their pause ends, even while requests are in flight;
+		// a leader that stops answering is noticed within unreachableReportInterval.
 		var timeout <-chan time.Time
 		if wait, paused := nextPauseEnd(partitions, now); paused {
-			timeout = time.After(wait)
+			timeout = time.After(min(wait, unreachableReportInterval))
 		} else if len(pending) == 0 {
 			timeout = time.After(f.manager.config.RetryBackoff)
+		} else {
+			timeout = time.After(unreachableReportInterval)
 		}
 		select {
 		case <-f.stop:
@@ -209,6 +239,7 @@ func (f *fetcher) serve(c *conn) error {
 			if resp.err != nil {
 				return resp.err
 			}
+			f.lastHeard = time.Now()
 			if len(pending) == 0 || pending[0].correlationID != resp.correlationID {
 				return fmt.Errorf("replication: leader %d answered correlation id %d out of order", f.leaderID, resp.correlationID)
 			}

@@ -51,6 +51,7 @@ type options struct {
 	otlpEndpoint  string
 	traceSampling float64
 	ui            console.Config
+	listeners     listenerFlags
 }
 
 func parseFlags(args []string, output io.Writer) (options, error) {
@@ -66,7 +67,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	var maxMessageBytes int
 	var retentionBytes int64
 	fs.StringVar(&b.DataDir, "data-dir", cfg.DataDir, "directory for metadata and partition logs")
-	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port)")
+	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port): one PLAINTEXT listener; see --listeners for several")
 	fs.StringVar(&b.Advertise, "advertise", "", "address given to clients in metadata (host:port); default: the listener's")
 	fs.StringVar(&b.RaftListen, "raft-listen", cfg.RaftListen, "metadata Raft transport address (host:port, port 0 picks one)")
 	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz, /debug/pprof and the web console /ui (empty: off)")
@@ -109,6 +110,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	opts.ui = console.DefaultConfig()
 	fs.BoolVar(&opts.ui.Writes, "ui-writes", false, "let the web console (/ui on --http) create and delete topics, reset offsets and delete groups")
 	fs.DurationVar(&opts.ui.SampleInterval, "ui-sample-interval", opts.ui.SampleInterval, "how often the web console samples offsets for its throughput and lag charts")
+	opts.listeners.register(fs)
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	usage := func() {
@@ -177,6 +179,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	if err := checkTracingFlags(opts); err != nil {
 		return opts, err
 	}
+	if err := opts.listeners.apply(b); err != nil {
+		return opts, err
+	}
 	if err := b.Validate(); err != nil {
 		return opts, err
 	}
@@ -232,6 +237,11 @@ func run(args []string, output io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopTLS, err := opts.listeners.startTLS(ctx, &opts.broker, logger, set)
+	if err != nil {
+		return err
+	}
+	defer stopTLS()
 	startCtx, cancelStart := context.WithTimeout(ctx, time.Minute)
 	b, err := broker.Start(startCtx, opts.broker)
 	cancelStart()

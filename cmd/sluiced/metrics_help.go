@@ -74,19 +74,20 @@ var metricHelps = map[string]string{
 	"sluice_isr_expands_total":               "Followers this broker added back to an ISR as leader.",
 
 	// Controller and Raft (coordinator/metrics.go).
-	"sluice_controller_changes_total":    "Times this node saw the controller change to a known node.",
-	"sluice_controller_is_active":        "1 while this node is the controller.",
-	"sluice_controller_id":               "The controller this node knows of; -1 while it knows none.",
-	"sluice_brokers_fenced_total":        "Brokers this node, as controller, fenced for a missed session.",
-	"sluice_controller_failover_seconds": "Time from a fenced broker's last heartbeat to the commit that moved its leaderships.",
-	"sluice_raft_apply_duration_seconds": "Metadata commit latency: from proposing a command on the controller to its application.",
-	"sluice_raft_leader_changes_total":   "Raft leader changes this node observed.",
-	"sluice_raft_term":                   "Current Raft term of this node's metadata replica.",
-	"sluice_raft_commit_index":           "Raft commit index of this node's metadata replica.",
-	"sluice_raft_applied_index":          "Raft index last applied to this node's metadata.",
-	"sluice_raft_last_log_index":         "Last Raft index in this node's metadata log.",
-	"sluice_raft_is_leader":              "1 on the metadata Raft leader.",
-	"sluice_raft_last_contact_seconds":   "On a follower, time since it last heard from the Raft leader (0 on the leader, -1 never).",
+	"sluice_controller_changes_total":           "Times this node saw the controller change to a known node.",
+	"sluice_controller_is_active":               "1 while this node is the controller.",
+	"sluice_controller_id":                      "The controller this node knows of; -1 while it knows none.",
+	"sluice_brokers_fenced_total":               "Brokers this node, as controller, fenced for a missed session.",
+	"sluice_unreachable_leader_demotions_total": "Leaders this node, as controller, moved off because every other in-sync member reported them unreachable.",
+	"sluice_controller_failover_seconds":        "Time from a fenced broker's last heartbeat to the commit that moved its leaderships.",
+	"sluice_raft_apply_duration_seconds":        "Metadata commit latency: from proposing a command on the controller to its application.",
+	"sluice_raft_leader_changes_total":          "Raft leader changes this node observed.",
+	"sluice_raft_term":                          "Current Raft term of this node's metadata replica.",
+	"sluice_raft_commit_index":                  "Raft commit index of this node's metadata replica.",
+	"sluice_raft_applied_index":                 "Raft index last applied to this node's metadata.",
+	"sluice_raft_last_log_index":                "Last Raft index in this node's metadata log.",
+	"sluice_raft_is_leader":                     "1 on the metadata Raft leader.",
+	"sluice_raft_last_contact_seconds":          "On a follower, time since it last heard from the Raft leader (0 on the leader, -1 never).",
 
 	// Transactions (broker/txn_coordinator.go).
 	"sluice_transactions_open":            "Transactions open on this transaction coordinator.",
@@ -95,14 +96,15 @@ var metricHelps = map[string]string{
 	"sluice_transactions_timed_out_total": "Transactions aborted for running past their timeout.",
 
 	// Network (netpoll/server.go).
-	"sluice_net_connections":               "Open client connections.",
-	"sluice_net_connections_evicted_total": "Connections closed or refused to protect the server, by reason.",
-	"sluice_net_bytes_in_total":            "Bytes received from clients.",
-	"sluice_net_bytes_out_total":           "Bytes sent to clients.",
-	"sluice_net_sendfile_bytes_total":      "Response bytes sent from files with sendfile.",
-	"sluice_net_copied_file_bytes_total":   "Response bytes read from files and copied (sendfile unavailable).",
-	"sluice_net_frames_rejected_total":     "Request frames refused (over the size limit or malformed).",
-	"sluice_net_output_parks_total":        "Times a connection's output was parked on a full socket.",
+	"sluice_net_connections":                  "Open client connections.",
+	"sluice_net_connections_evicted_total":    "Connections closed or refused to protect the server, by reason.",
+	"sluice_net_bytes_in_total":               "Bytes received from clients.",
+	"sluice_net_bytes_out_total":              "Bytes sent to clients.",
+	"sluice_net_sendfile_bytes_total":         "Response bytes sent from files with sendfile.",
+	"sluice_net_copied_file_bytes_total":      "Response bytes read from files and copied (sendfile unavailable).",
+	"sluice_net_frames_rejected_total":        "Request frames refused (over the size limit or malformed).",
+	"sluice_net_output_parks_total":           "Times a connection's output was parked on a full socket.",
+	"sluice_net_tls_handshake_failures_total": "TLS connections closed because their handshake failed.",
 }
 
 // undocumentedHelp marks a sluice_ family missing from metricHelps.
