@@ -40,6 +40,10 @@ const (
 	commandElectPreferred commandType = 18
 	// Transaction coordinator state (transactions.go).
 	commandWriteTransactions commandType = 19
+	// Security: ACLs and SCRAM credentials (security_commands.go).
+	commandCreateACLs            commandType = 20
+	commandDeleteACLs            commandType = 21
+	commandAlterScramCredentials commandType = 22
 )
 
 func (t commandType) String() string {
@@ -82,6 +86,12 @@ func (t commandType) String() string {
 		return "elect-preferred"
 	case commandWriteTransactions:
 		return "write-transactions"
+	case commandCreateACLs:
+		return "create-acls"
+	case commandDeleteACLs:
+		return "delete-acls"
+	case commandAlterScramCredentials:
+		return "alter-scram-credentials"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -119,7 +129,9 @@ type applyResult struct {
 	producerIDs ProducerIDBlock
 	// transactions is write-transactions' answer.
 	transactions TransactionWriteResult
-	err          error
+	// security is a security command's answer (security_commands.go).
+	security securityResult
+	err      error
 }
 
 // encodeCommand lays out a command as
@@ -186,6 +198,12 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &electPreferredCommand{}
 	case commandWriteTransactions:
 		c = &writeTransactionsCommand{}
+	case commandCreateACLs:
+		c = &createACLsCommand{}
+	case commandDeleteACLs:
+		c = &deleteACLsCommand{}
+	case commandAlterScramCredentials:
+		c = &alterScramCredentialsCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}
