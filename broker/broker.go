@@ -40,6 +40,8 @@ type Broker struct {
 	shares      *shareManager   // share groups and share partitions (share.go)
 	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
 	consumerGroups *consumerGroups
+	// security holds SASL and ACL machinery (security.go).
+	security *security
 
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
@@ -65,6 +67,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.metrics = newBrokerMetrics(cfg.Metrics)
+	b.security = b.newSecurity()
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
 	if err != nil {
 		return nil, err

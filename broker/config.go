@@ -62,6 +62,8 @@ type Config struct {
 	Replication replication.Config
 	// Transactions configures the transaction coordinator (txn_config.go).
 	Transactions TransactionConfig
+	// Security configures SASL authentication and ACL authorization (security_config.go).
+	Security SecurityConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
@@ -180,6 +182,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Transactions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Security.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
