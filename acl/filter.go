@@ -75,6 +75,8 @@ func (f Filter) Validate() error {
 
 type invalidError struct{ field, value string }
 
-func (e invalidError) Error() string { return "acl: filter " + e.field + " " + e.value + " is not valid" }
+func (e invalidError) Error() string {
+	return "acl: filter " + e.field + " " + e.value + " is not valid"
+}
 
 func errInvalid(field, value string) error { return invalidError{field, value} }

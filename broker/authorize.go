@@ -181,13 +181,13 @@ var authorizationRules = map[int16]rule{
 	22: authorizeInitProducerID,
 	23: authorizeOffsetForLeaderEpoch,
 	24: authorizeAddPartitionsToTxn,
-	25: all(transactionRule(acl.OperationWrite), groupRule(acl.OperationRead)), // AddOffsetsToTxn
-	26: transactionRule(acl.OperationWrite),                                     // EndTxn
-	27: clusterRule(acl.OperationClusterAction),                                 // WriteTxnMarkers
+	25: all(transactionRule(acl.OperationWrite), groupRule(acl.OperationRead)),                                // AddOffsetsToTxn
+	26: transactionRule(acl.OperationWrite),                                                                   // EndTxn
+	27: clusterRule(acl.OperationClusterAction),                                                               // WriteTxnMarkers
 	28: all(transactionRule(acl.OperationWrite), groupRule(acl.OperationRead), topicsRule(acl.OperationRead)), // TxnOffsetCommit
-	29: clusterRule(acl.OperationDescribe), // DescribeAcls
-	30: clusterRule(acl.OperationAlter),    // CreateAcls
-	31: clusterRule(acl.OperationAlter),    // DeleteAcls
+	29: clusterRule(acl.OperationDescribe),                                                                    // DescribeAcls
+	30: clusterRule(acl.OperationAlter),                                                                       // CreateAcls
+	31: clusterRule(acl.OperationAlter),                                                                       // DeleteAcls
 	32: configResourcesRule(acl.OperationDescribeConfigs),
 	33: configResourcesRule(acl.OperationAlterConfigs),
 	35: clusterRule(acl.OperationDescribe), // DescribeLogDirs
@@ -197,21 +197,21 @@ var authorizationRules = map[int16]rule{
 	43: clusterRule(acl.OperationAlter),    // ElectLeaders
 	44: configResourcesRule(acl.OperationAlterConfigs),
 	47: all(groupRule(acl.OperationDelete), topicsRule(acl.OperationRead)), // OffsetDelete
-	48: clusterRule(acl.OperationDescribeConfigs),                         // DescribeClientQuotas
-	49: clusterRule(acl.OperationAlterConfigs),                            // AlterClientQuotas
-	50: clusterRule(acl.OperationDescribe),                                // DescribeUserScramCredentials
-	51: clusterRule(acl.OperationAlter),                                   // AlterUserScramCredentials
-	60: nil,                                                               // DescribeCluster: Kafka checks nothing
-	61: topicsRule(acl.OperationRead),                                     // DescribeProducers
+	48: clusterRule(acl.OperationDescribeConfigs),                          // DescribeClientQuotas
+	49: clusterRule(acl.OperationAlterConfigs),                             // AlterClientQuotas
+	50: clusterRule(acl.OperationDescribe),                                 // DescribeUserScramCredentials
+	51: clusterRule(acl.OperationAlter),                                    // AlterUserScramCredentials
+	60: nil,                                                                // DescribeCluster: Kafka checks nothing
+	61: topicsRule(acl.OperationRead),                                      // DescribeProducers
 	65: authorizeDescribeTransactions,
 	66: authorizeListTransactions,
 	68: groupRule(acl.OperationRead), // ConsumerGroupHeartbeat
 	69: groupsRule(acl.OperationDescribe),
 	76: groupRule(acl.OperationRead), // ShareGroupHeartbeat
 	77: groupsRule(acl.OperationDescribe),
-	78: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)), // ShareFetch
-	79: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)), // ShareAcknowledge
-	90: groupsRule(acl.OperationDescribe),                                 // DescribeShareGroupOffsets
-	91: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)),  // AlterShareGroupOffsets
+	78: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)),   // ShareFetch
+	79: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)),   // ShareAcknowledge
+	90: groupsRule(acl.OperationDescribe),                                  // DescribeShareGroupOffsets
+	91: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)),   // AlterShareGroupOffsets
 	92: all(groupRule(acl.OperationDelete), topicsRule(acl.OperationRead)), // DeleteShareGroupOffsets
 }
