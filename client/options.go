@@ -19,6 +19,7 @@ type clientConfig struct {
 	requestTimeout         time.Duration
 	metadataMaxAge         time.Duration
 	allowAutoTopicCreation bool
+	sasl                   *saslConfig // WithSASL (sasl.go)
 }
 
 func defaultClientConfig() clientConfig {

@@ -47,13 +47,13 @@ func connect(ctx context.Context, g globals) (*session, error) {
 		}
 		return nil, &unreachableError{brokers: brokers, cause: cause}
 	}
-	c, err := client.New(client.WithSeedBrokers(brokers...), client.WithClientID("sluice-cli"),
-		client.WithDialTimeout(dialTimeout), client.WithRequestTimeout(g.timeout))
+	c, err := client.New(append([]client.Option{client.WithSeedBrokers(brokers...), client.WithClientID("sluice-cli"),
+		client.WithDialTimeout(dialTimeout), client.WithRequestTimeout(g.timeout)}, g.sasl.clientOptions()...)...)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("sluice-cli"),
-		kgo.DialTimeout(dialTimeout), kgo.RetryTimeout(g.timeout))
+	raw, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("sluice-cli"),
+		kgo.DialTimeout(dialTimeout), kgo.RetryTimeout(g.timeout)}, g.sasl.kgoOptions()...)...)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("franz-go client: %w", err)
