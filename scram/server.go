@@ -145,7 +145,10 @@ func (s *Server) final(message string) (string, error) {
 	if err != nil || !(strings.HasPrefix(string(binding), "n,") || strings.HasPrefix(string(binding), "y,")) {
 		return "", fmt.Errorf("%w: channel binding", ErrMalformed)
 	}
-	if attributes[1][2:] != s.combinedNonce {
+	// The nonce must end with the one the server sent: librdkafka (up to at least 2.x) repeats its
+	// own nonce in front of it, and Kafka's server accepts that, so this one does too. The server's
+	// random part is still there, which is what prevents replay.
+	if !strings.HasSuffix(attributes[1][2:], s.combinedNonce) {
 		return "", fmt.Errorf("%w: nonce mismatch", ErrAuthentication)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofText)
