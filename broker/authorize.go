@@ -81,6 +81,7 @@ func (z *authorization) refuse(req kmsg.Request, code protocol.ErrorCode) bool {
 		}
 		appendGroupErrors(resp, names, code.Code)
 	}
+	refusalItems(req, resp, code.Code)
 	z.r.failed()
 	if produce, ok := req.(*kmsg.ProduceRequest); ok && produce.Acks == 0 {
 		z.r.skip()
@@ -214,4 +215,81 @@ var authorizationRules = map[int16]rule{
 	90: groupsRule(acl.OperationDescribe),                                  // DescribeShareGroupOffsets
 	91: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)),   // AlterShareGroupOffsets
 	92: all(groupRule(acl.OperationDelete), topicsRule(acl.OperationRead)), // DeleteShareGroupOffsets
+}
+
+// refusalItems fills the per-item answers of responses that carry no top-level error code, so a
+// whole-request refusal shows on every item the request named.
+func refusalItems(req kmsg.Request, resp kmsg.Response, code int16) {
+	switch req := req.(type) {
+	case *kmsg.CreateACLsRequest:
+		r := resp.(*kmsg.CreateACLsResponse)
+		for range req.Creations {
+			result := kmsg.NewCreateACLsResponseResult()
+			result.ErrorCode = code
+			r.Results = append(r.Results, result)
+		}
+	case *kmsg.DeleteACLsRequest:
+		r := resp.(*kmsg.DeleteACLsResponse)
+		for range req.Filters {
+			result := kmsg.NewDeleteACLsResponseResult()
+			result.ErrorCode = code
+			r.Results = append(r.Results, result)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		for _, name := range append(namesOfDeletions(req.Deletions), namesOfUpsertions(req.Upsertions)...) {
+			if !seen[name] {
+				seen[name] = true
+				result := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				result.User, result.ErrorCode = name, code
+				r.Results = append(r.Results, result)
+			}
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		r := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, e := range req.Entries {
+			entry := kmsg.NewAlterClientQuotasResponseEntry()
+			entry.ErrorCode = code
+			for _, part := range e.Entity {
+				entity := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				entity.Type, entity.Name = part.Type, part.Name
+				entry.Entity = append(entry.Entity, entity)
+			}
+			r.Entries = append(r.Entries, entry)
+		}
+	case *kmsg.WriteTxnMarkersRequest:
+		r := resp.(*kmsg.WriteTxnMarkersResponse)
+		for _, m := range req.Markers {
+			marker := kmsg.NewWriteTxnMarkersResponseMarker()
+			marker.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				topic := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				topic.Topic = t.Topic
+				for _, p := range t.Partitions {
+					partition := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					partition.Partition, partition.ErrorCode = p, code
+					topic.Partitions = append(topic.Partitions, partition)
+				}
+				marker.Topics = append(marker.Topics, topic)
+			}
+			r.Markers = append(r.Markers, marker)
+		}
+	}
+}
+
+func namesOfDeletions(items []kmsg.AlterUserSCRAMCredentialsRequestDeletion) []string {
+	var out []string
+	for _, d := range items {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+func namesOfUpsertions(items []kmsg.AlterUserSCRAMCredentialsRequestUpsertion) []string {
+	var out []string
+	for _, u := range items {
+		out = append(out, u.Name)
+	}
+	return out
 }
