@@ -47,7 +47,8 @@ func (s *markerSender) peers() (*kgo.Client, error) {
 		return s.mu.client, nil
 	}
 	seed := net.JoinHostPort(s.b.advertised.host, strconv.Itoa(int(s.b.advertised.port)))
-	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("sluice-txn-markers"))
+	client, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.ClientID("sluice-txn-markers")},
+		s.b.interBrokerKgoOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: marker client: %w", err)
 	}

@@ -6,6 +6,7 @@ package replication
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,8 +35,16 @@ type conn struct {
 	done      chan struct{} // closed when the reader exits
 }
 
-func dialLeader(address string, nodeID int32, timeout time.Duration) (*conn, error) {
-	nc, err := net.DialTimeout("tcp", address, timeout)
+func dialLeader(address string, nodeID int32, timeout time.Duration, dial func(context.Context, string) (net.Conn, error)) (*conn, error) {
+	if dial == nil {
+		dial = func(ctx context.Context, address string) (net.Conn, error) {
+			var dialer net.Dialer
+			return dialer.DialContext(ctx, "tcp", address)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	nc, err := dial(ctx, address)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("replication: dial leader at %s: %w", address, err)
 	}
