@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -304,5 +305,58 @@ func TestSASLReauthentication(t *testing.T) {
 	metadata.Version = 4
 	if _, err := roundTrip(metadata, 3); !errors.Is(err, io.EOF) {
 		t.Fatalf("request after the session expired: %v, want the connection closed", err)
+	}
+}
+
+// TestSASLHandshakeV0: after SaslHandshake v0 the token travels as a bare frame and the answer
+// comes back bare (here PLAIN's empty one); the connection then serves requests. An unknown
+// mechanism gets UNSUPPORTED_SASL_MECHANISM with the enabled list.
+func TestSASLHandshakeV0(t *testing.T) {
+	d := startSecureDaemon(t, map[string]string{"admin": "admin-secret"})
+	conn, err := net.Dial("tcp", d.kafka)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(15 * time.Second))
+	formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw"))
+	readFrame := func() []byte {
+		var size [4]byte
+		if _, err := io.ReadFull(conn, size[:]); err != nil {
+			t.Fatal(err)
+		}
+		frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+		if _, err := io.ReadFull(conn, frame); err != nil {
+			t.Fatal(err)
+		}
+		return frame
+	}
+	handshake := kmsg.NewPtrSASLHandshakeRequest()
+	handshake.Mechanism = "GSSAPI"
+	conn.Write(formatter.AppendRequest(nil, handshake, 1))
+	refused := kmsg.NewPtrSASLHandshakeResponse()
+	if err := refused.ReadFrom(readFrame()[4:]); err != nil || refused.ErrorCode != kerr.UnsupportedSaslMechanism.Code ||
+		!slices.Equal(refused.SupportedMechanisms, []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}) {
+		t.Fatalf("GSSAPI handshake: %+v %v", refused, err)
+	}
+	handshake.Mechanism = "PLAIN"
+	conn.Write(formatter.AppendRequest(nil, handshake, 2))
+	accepted := kmsg.NewPtrSASLHandshakeResponse()
+	if err := accepted.ReadFrom(readFrame()[4:]); err != nil || accepted.ErrorCode != 0 {
+		t.Fatalf("PLAIN handshake v0: %+v %v", accepted, err)
+	}
+	token := []byte("\x00admin\x00admin-secret")
+	conn.Write(binary.BigEndian.AppendUint32(nil, uint32(len(token))))
+	conn.Write(token)
+	if answer := readFrame(); len(answer) != 0 {
+		t.Fatalf("bare PLAIN answer %q, want empty", answer)
+	}
+	metadata := kmsg.NewPtrMetadataRequest()
+	metadata.Version = 4
+	conn.Write(formatter.AppendRequest(nil, metadata, 3))
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 4
+	if err := resp.ReadFrom(readFrame()[4:]); err != nil || len(resp.Brokers) != 1 {
+		t.Fatalf("metadata after v0 authentication: %+v %v", resp, err)
 	}
 }
