@@ -618,6 +618,23 @@ func TestACLMatrix(t *testing.T) {
 			t.Error("ListGroups shows a group the principal may not describe")
 		}
 	}
+	root := dialSASL(t, d.kafka, "admin", "admin-secret")
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("m.listed-txn"), 10000
+	if code := root.do(init).(*kmsg.InitProducerIDResponse).ErrorCode; code != 0 {
+		t.Fatalf("admin InitProducerId: %d", code)
+	}
+	listedBy := func(c *saslConn) bool {
+		for _, s := range c.do(kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse).TransactionStates {
+			if s.TransactionalID == "m.listed-txn" {
+				return true
+			}
+		}
+		return false
+	}
+	if !listedBy(root) || listedBy(nobody) {
+		t.Errorf("ListTransactions: listed for the super user %v, for a principal without DESCRIBE %v", listedBy(root), listedBy(nobody))
+	}
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
