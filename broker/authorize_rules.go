@@ -79,7 +79,9 @@ func authorizeMetadata(z *authorization, req kmsg.Request) bool {
 func authorizeOffsetFetch(z *authorization, req kmsg.Request) bool {
 	fetch := req.(*kmsg.OffsetFetchRequest)
 	if fetch.Version >= 8 {
-		return groupsRule(acl.OperationDescribe)(z, req)
+		groupsRule(acl.OperationDescribe)(z, req)
+		authorizeOffsetFetchGroupTopics(z, fetch)
+		return true
 	}
 	if !z.allowed(acl.OperationDescribe, acl.ResourceGroup, fetch.Group) {
 		return z.refuse(req, protocol.GroupAuthorizationFailed)
@@ -94,6 +96,46 @@ func authorizeOffsetFetch(z *authorization, req kmsg.Request) bool {
 	}
 	z.filterTopics(req, protocol.TopicAuthorizationFailed, describable)
 	return true
+}
+
+// authorizeOffsetFetchGroupTopics applies the topic DESCRIBE check inside each group of an
+// OffsetFetch v8+: named topics refused get TOPIC_AUTHORIZATION_FAILED per partition, an all-topics
+// group leaves them out.
+func authorizeOffsetFetchGroupTopics(z *authorization, fetch *kmsg.OffsetFetchRequest) {
+	describable := func(name string) bool { return z.allowed(acl.OperationDescribe, acl.ResourceTopic, name) }
+	refused := map[string][]kmsg.OffsetFetchRequestGroupTopic{}
+	for i := range fetch.Groups {
+		g := &fetch.Groups[i]
+		if g.Topics == nil {
+			continue
+		}
+		kept := g.Topics[:0:0]
+		for _, t := range g.Topics {
+			if describable(t.Topic) {
+				kept = append(kept, t)
+			} else {
+				refused[g.Group] = append(refused[g.Group], t)
+			}
+		}
+		g.Topics = kept
+	}
+	z.r.amend = append(z.r.amend, func(resp kmsg.Response) {
+		f := resp.(*kmsg.OffsetFetchResponse)
+		for i := range f.Groups {
+			g := &f.Groups[i]
+			g.Topics = slices.DeleteFunc(g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool { return !describable(t.Topic) })
+			for _, t := range refused[g.Group] {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.ErrorCode = p, protocol.TopicAuthorizationFailed.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				g.Topics = append(g.Topics, rt)
+			}
+		}
+	})
 }
 
 // authorizeFindCoordinator: DESCRIBE on the group (key type 0) or transactional id (1); share

@@ -587,6 +587,26 @@ func TestACLMatrix(t *testing.T) {
 			t.Errorf("%s: principal granted %v got codes %v", c.name, c.grant, allowed)
 		}
 	}
+	// OffsetFetch v8 checks DESCRIBE on each named topic inside an authorized group.
+	offsetFetchV8 := func() kmsg.Request {
+		r := kmsg.NewPtrOffsetFetchRequest()
+		r.Version = 8
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "m.group"
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.Partitions = "m.topic", []int32{0}
+		g.Topics = append(g.Topics, gt)
+		r.Groups = append(r.Groups, g)
+		return r
+	}
+	resetGrants([]acl.Binding{group(acl.OperationDescribe)})
+	if codes := errorCodes(reflect.ValueOf(granted.do(offsetFetchV8())), nil); !slices.Contains(codes, topicCode) {
+		t.Errorf("OffsetFetch v8 of a topic without DESCRIBE: codes %v", codes)
+	}
+	resetGrants([]acl.Binding{group(acl.OperationDescribe), topic(acl.OperationDescribe)})
+	if codes := errorCodes(reflect.ValueOf(granted.do(offsetFetchV8())), nil); slices.ContainsFunc(codes, func(c int16) bool { return slices.Contains(authorizationCodes, c) }) {
+		t.Errorf("OffsetFetch v8 with DESCRIBE on group and topic: codes %v", codes)
+	}
 	resetGrants(nil)
 	t.Logf("matrix covers %d APIs by key: %v", len(covered), slices.Sorted(mapKeys(covered)))
 
