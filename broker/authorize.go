@@ -164,7 +164,7 @@ var authorizationRules = map[int16]rule{
 	0:  all(transactionRule(acl.OperationWrite), topicsRule(acl.OperationWrite)), // Produce
 	1:  authorizeFetch,
 	2:  topicsRule(acl.OperationDescribe), // ListOffsets
-	3:  authorizeMetadata,
+	3:  withAuthorizedOperations(authorizeMetadata),
 	8:  all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)), // OffsetCommit
 	9:  authorizeOffsetFetch,
 	10: authorizeFindCoordinator,
@@ -172,7 +172,7 @@ var authorizationRules = map[int16]rule{
 	12: groupRule(acl.OperationRead), // Heartbeat
 	13: groupRule(acl.OperationRead), // LeaveGroup
 	14: groupRule(acl.OperationRead), // SyncGroup
-	15: groupsRule(acl.OperationDescribe),
+	15: withAuthorizedOperations(groupsRule(acl.OperationDescribe)),
 	16: authorizeListGroups,
 	17: nil, // SaslHandshake
 	18: nil, // ApiVersions
@@ -202,14 +202,14 @@ var authorizationRules = map[int16]rule{
 	49: clusterRule(acl.OperationAlterConfigs),                             // AlterClientQuotas
 	50: clusterRule(acl.OperationDescribe),                                 // DescribeUserScramCredentials
 	51: clusterRule(acl.OperationAlter),                                    // AlterUserScramCredentials
-	60: nil,                                                                // DescribeCluster: Kafka checks nothing
+	60: withAuthorizedOperations(nil),                                      // DescribeCluster: Kafka checks nothing; answers authorized operations
 	61: topicsRule(acl.OperationRead),                                      // DescribeProducers
 	65: authorizeDescribeTransactions,
 	66: authorizeListTransactions,
 	68: groupRule(acl.OperationRead), // ConsumerGroupHeartbeat
-	69: groupsRule(acl.OperationDescribe),
+	69: withAuthorizedOperations(groupsRule(acl.OperationDescribe)),
 	76: groupRule(acl.OperationRead), // ShareGroupHeartbeat
-	77: groupsRule(acl.OperationDescribe),
+	77: withAuthorizedOperations(groupsRule(acl.OperationDescribe)),
 	78: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)),   // ShareFetch
 	79: all(groupRule(acl.OperationRead), topicsRule(acl.OperationRead)),   // ShareAcknowledge
 	90: groupsRule(acl.OperationDescribe),                                  // DescribeShareGroupOffsets

@@ -607,6 +607,17 @@ func TestACLMatrix(t *testing.T) {
 	if codes := errorCodes(reflect.ValueOf(granted.do(offsetFetchV8())), nil); slices.ContainsFunc(codes, func(c int16) bool { return slices.Contains(authorizationCodes, c) }) {
 		t.Errorf("OffsetFetch v8 with DESCRIBE on group and topic: codes %v", codes)
 	}
+	// Authorized operations (KIP-430): the bits of exactly the granted operations (WRITE implies
+	// DESCRIBE).
+	resetGrants([]acl.Binding{topic(acl.OperationWrite)})
+	withOps := kmsg.NewPtrMetadataRequest()
+	withOps.Version, withOps.IncludeTopicAuthorizedOperations = 10, true
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("m.topic")
+	withOps.Topics = append(withOps.Topics, mt)
+	if ops := granted.do(withOps).(*kmsg.MetadataResponse).Topics[0].AuthorizedOperations; ops != 1<<acl.OperationWrite|1<<acl.OperationDescribe {
+		t.Errorf("topic authorized operations %b, want WRITE and DESCRIBE", ops)
+	}
 	resetGrants(nil)
 	t.Logf("matrix covers %d APIs by key: %v", len(covered), slices.Sorted(mapKeys(covered)))
 
