@@ -84,8 +84,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	replicationCfg := cfg.Replication
 	replicationCfg.NodeID = cfg.NodeID
-	if cfg.Security.InterBrokerUser != "" && replicationCfg.Dial == nil {
-		replicationCfg.Dial = b.interBrokerDial // interbroker_sasl.go
+	if cfg.Security.InterBrokerUser != "" && replicationCfg.Authenticate == nil {
+		replicationCfg.Authenticate = b.interBrokerAuthenticate // interbroker_sasl.go
 	}
 	b.replicas, err = replication.NewManager(replicationCfg, b.brokerAddress, b.proposeISR, cfg.Metrics, logger.With("component", "replication"))
 	if err != nil {

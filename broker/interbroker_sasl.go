@@ -1,17 +1,15 @@
 package broker
 
 // Inter-broker SASL: when SecurityConfig.InterBrokerUser is set, this broker authenticates its own
-// connections to other brokers (follower fetches through replication.Config.Dial, transaction
+// connections to other brokers (follower fetches through replication.Config.Authenticate, transaction
 // markers through the marker client) as that user. The user must be a super user or hold
 // CLUSTER_ACTION on the cluster for follower fetches (authorize.go).
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,27 +35,8 @@ func (b *Broker) interBrokerKgoOptions() []kgo.Opt {
 	return []kgo.Opt{kgo.SASL(franzscram.Auth{User: s.InterBrokerUser, Pass: s.InterBrokerPassword}.AsSha512Mechanism())}
 }
 
-// interBrokerDial dials a leader and authenticates as the inter-broker user (SaslHandshake v1,
-// SaslAuthenticate v1) before the connection is handed to replication.
-func (b *Broker) interBrokerDial(ctx context.Context, address string) (net.Conn, error) {
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, "tcp", address)
-	if err != nil {
-		return nil, err
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(deadline)
-	} else {
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-	}
-	if err := b.interBrokerAuthenticate(conn); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("broker: inter-broker SASL to %s: %w", address, err)
-	}
-	conn.SetDeadline(time.Time{})
-	return conn, nil
-}
-
+// interBrokerAuthenticate runs the SASL exchange as the inter-broker user (SaslHandshake v1,
+// SaslAuthenticate v1) on a fresh connection to another broker, before replication uses it.
 func (b *Broker) interBrokerAuthenticate(conn net.Conn) error {
 	s := b.config.Security
 	formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("sluice-broker-%d", b.config.NodeID)))

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"time"
@@ -54,9 +53,9 @@ type Config struct {
 	ISRCheckInterval time.Duration
 	// RetryBackoff is the pause after a failed connection or request to a leader.
 	RetryBackoff time.Duration
-	// Dial, if set, opens the connection to a leader (with whatever the leader's listener asks
-	// first: SASL authentication, TLS); nil dials plain TCP.
-	Dial func(ctx context.Context, address string) (net.Conn, error)
+	// Authenticate, if set, runs on every new connection to a leader before any fetch (the
+	// broker's inter-broker SASL exchange); an error drops the connection and is retried.
+	Authenticate func(conn net.Conn) error
 	// UnsafeLeaderOnlyAck deliberately breaks acks=all, for the chaos suite's self-test only (see
 	// unsafe_ack.go). Never set in production.
 	UnsafeLeaderOnlyAck bool

@@ -6,7 +6,6 @@ package replication
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,18 +34,18 @@ type conn struct {
 	done      chan struct{} // closed when the reader exits
 }
 
-func dialLeader(address string, nodeID int32, timeout time.Duration, dial func(context.Context, string) (net.Conn, error)) (*conn, error) {
-	if dial == nil {
-		dial = func(ctx context.Context, address string) (net.Conn, error) {
-			var dialer net.Dialer
-			return dialer.DialContext(ctx, "tcp", address)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	nc, err := dial(ctx, address)
-	cancel()
+func dialLeader(address string, nodeID int32, timeout time.Duration, authenticate func(net.Conn) error) (*conn, error) {
+	nc, err := net.DialTimeout("tcp", address, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("replication: dial leader at %s: %w", address, err)
+	}
+	if authenticate != nil {
+		nc.SetDeadline(time.Now().Add(timeout))
+		if err := authenticate(nc); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("replication: authenticate to leader at %s: %w", address, err)
+		}
+		nc.SetDeadline(time.Time{})
 	}
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
