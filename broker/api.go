@@ -3,12 +3,14 @@ package broker
 import (
 	"bytes"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/reqtime"
 )
 
 // request is one request being handled.
@@ -23,6 +25,15 @@ type request struct {
 	amend []func(kmsg.Response)
 	// deniedFetch are the fetch topics the authorizer refused, answered by respondFetch.
 	deniedFetch []fetchTopicResult
+
+	// Stage timings, slow-request log and tracing (request_timing.go, request_trace.go).
+	size          int // request frame bytes
+	timeline      reqtime.Timeline
+	readBegun     time.Time // a fetch: when the read that answers it began
+	sendBegun     time.Time
+	trace         *requestTrace // nil unless the request is sampled for tracing
+	followerFetch bool          // a replica's fetch: kept out of the fetch stage histograms
+	hadErrors     atomic.Bool
 }
 
 // respond encodes resp at the request's version and sends it.
@@ -36,17 +47,22 @@ func (r *request) respond(resp kmsg.Response) {
 // send sends a response made of chunks, the first of which must start with the response header.
 func (r *request) send(chunks ...netpoll.Chunk) {
 	r.metrics.seconds.UpdateDuration(r.received)
-	r.res.Send(chunks...)
+	r.sendBegun = time.Now()
+	r.res.SendNotify(r, chunks...) // ResponseDone: request_timing.go
 }
 
 // skip completes the request without a response (acks=0).
 func (r *request) skip() {
 	r.metrics.seconds.UpdateDuration(r.received)
 	r.res.Skip()
+	r.session.broker.timing.complete(r, time.Now())
 }
 
 // failed counts a request that answered an error.
-func (r *request) failed() { r.metrics.errors.Inc() }
+func (r *request) failed() {
+	r.metrics.errors.Inc()
+	r.hadErrors.Store(true)
+}
 
 // handlerFunc handles one decoded request.
 type handlerFunc func(b *Broker, r *request, req kmsg.Request)
@@ -145,6 +161,7 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 	header, body, err := protocol.ParseRequest(q.frame)
 	r := &request{header: header, session: s, res: q.res, received: q.received, metrics: b.metrics.api(header.APIKey)}
 	r.metrics.requests.Inc()
+	b.timing.begin(r, len(q.frame))
 	if err != nil {
 		// Kafka closes a connection whose request it cannot parse or whose API it does not know.
 		b.badRequestLog.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)

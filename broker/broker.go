@@ -46,6 +46,8 @@ type Broker struct {
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
 	badRequestLog *loglimit.Limiter
+	// timing observes completed requests: stage histograms, slow log, traces (request_timing.go).
+	timing *requestTiming
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -68,6 +70,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.metrics = newBrokerMetrics(cfg.Metrics)
 	b.security = b.newSecurity()
+	b.timing = newRequestTiming(cfg.RequestTiming, b.metrics.set, loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst))
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
 	if err != nil {
 		return nil, err

@@ -64,6 +64,8 @@ type Config struct {
 	Transactions TransactionConfig
 	// Security configures SASL authentication and ACL authorization (security_config.go).
 	Security SecurityConfig
+	// RequestTiming configures the slow-request log and tracing (request_timing.go).
+	RequestTiming RequestTimingConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
@@ -108,6 +110,7 @@ func DefaultConfig() Config {
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
 		Transactions:             DefaultTransactionConfig(),
+		RequestTiming:            DefaultRequestTimingConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 		MaxBufferedInputBytes:    512 << 20,
@@ -185,6 +188,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Security.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.RequestTiming.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -63,8 +63,10 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 		return
 	}
 	b.resolveFetchRequest(req)
+	r.followerFetch = req.ReplicaID >= 0
 	f := &fetchState{broker: b, r: r, req: req}
 	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
+		r.readBegun = time.Now() // request_timing.go
 		results, _, _ := b.evaluateFetch(req)
 		b.respondFetch(r, req, 0, results)
 		return
@@ -72,6 +74,9 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	f.mu.Lock()
 	f.mu.timer = time.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, f.expire)
 	f.mu.Unlock()
+	if req.ReplicaID >= 0 {
+		r.session.parkedReplicaFetch.Store(f)
+	}
 	f.attempt()
 }
 
@@ -99,9 +104,10 @@ func (f *fetchState) attempt() {
 	}
 	f.parkLocked()
 	f.mu.Unlock()
+	readBegin := time.Now()
 	results, total, failed := f.broker.evaluateFetch(f.req)
 	if total >= int64(f.req.MinBytes) || failed || f.broker.closing.Load() {
-		f.finish(results)
+		f.finish(results, readBegin)
 	}
 }
 
@@ -121,18 +127,27 @@ func (f *fetchState) parkLocked() {
 func (f *fetchState) wake() { go f.attempt() }
 
 func (f *fetchState) expire() {
+	f.mu.Lock()
+	done := f.mu.done
+	f.mu.Unlock()
+	if done {
+		return
+	}
+	readBegin := time.Now()
 	results, _, _ := f.broker.evaluateFetch(f.req)
-	f.finish(results)
+	f.finish(results, readBegin)
 }
 
-// finish sends the response once, and unparks the fetch everywhere.
-func (f *fetchState) finish(results []fetchTopicResult) {
+// finish sends the response once, and unparks the fetch everywhere. readBegin is when the read
+// that produced results began.
+func (f *fetchState) finish(results []fetchTopicResult, readBegin time.Time) {
 	f.mu.Lock()
 	if f.mu.done {
 		f.mu.Unlock()
 		return
 	}
 	f.mu.done = true
+	f.r.readBegun = readBegin // request_timing.go
 	f.mu.timer.Stop()
 	waiting := f.mu.waiting
 	f.mu.waiting = nil
@@ -295,6 +310,10 @@ func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int1
 	}
 	if errorCode != 0 {
 		r.failed()
+	}
+	r.markRead() // request_timing.go
+	if req.ReplicaID < 0 {
+		r.noteFetched(results) // request_trace.go
 	}
 	r.send(chunks...)
 }

@@ -17,6 +17,10 @@ type session struct {
 	closed atomic.Bool
 	// auth is the connection's SASL state and principal (session_auth.go).
 	auth sessionAuth
+	// parkedReplicaFetch is a follower's fetch waiting at this leader for data. Responses leave
+	// in request order, so it would hold back every later response on the connection: the next
+	// request answers it first (see replication's fetcher).
+	parkedReplicaFetch atomic.Pointer[fetchState]
 
 	mu struct {
 		sync.Mutex
@@ -78,6 +82,9 @@ func (s *session) drain() {
 		s.mu.queue[0] = queuedRequest{}
 		s.mu.queue = s.mu.queue[1:]
 		s.mu.Unlock()
+		if f := s.parkedReplicaFetch.Swap(nil); f != nil {
+			f.expire()
+		}
 		s.broker.handle(s, next)
 	}
 }

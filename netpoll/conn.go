@@ -344,11 +344,9 @@ func (c *Conn) retire(responder *Responder, err error) {
 		return
 	}
 	c.holdOutput(-responder.heldBytes)
-	if responder.done != nil {
-		responder.done(nil)
-	}
+	responder.finished(nil)
 	// The handler may keep the Responder; let the response's memory go.
-	responder.chunks, responder.done = nil, nil
+	responder.chunks, responder.done, responder.notifier = nil, nil, nil
 }
 
 // closed runs on the event loop when gnet closes the connection, possibly from inside a write

@@ -1,11 +1,17 @@
 package replication
 
 // A fetcher brings one leader's batches to every local follower replica of that leader, over one
-// connection. Each partition has at most one data fetch in flight, but the connection carries
-// several requests at once: data fetches for different partitions, OffsetForLeaderEpoch for
+// connection. The connection carries several requests at once: one data fetch for every partition
+// that is ready to fetch (it may wait at the leader for new data), OffsetForLeaderEpoch for
 // partitions that must first find their divergence point, and acknowledgement fetches (no data,
-// no wait) that report durable offsets as soon as the follower's fsync completes, so acks=all never
-// waits for a parked data fetch to come back.
+// no wait) that report durable offsets as soon as the follower's fsync completes.
+//
+// Responses come back in request order, so a data fetch parked at the leader would hold back every
+// response behind it. The leader therefore answers a follower's parked fetch as soon as the next
+// request arrives on the same connection (broker.session), and this side keeps one data fetch in
+// flight: partitions that become ready while it waits are announced with an acknowledgement fetch,
+// which returns the parked fetch at once, and join the next data fetch. Two data fetches never
+// alternate returning each other.
 
 import (
 	"encoding/binary"
@@ -117,6 +123,10 @@ func (f *fetcher) serve(c *conn) error {
 	}
 	ackDirty := false
 	ackInFlight := false
+	dataInFlight := false
+	// nudged: an acknowledgement fetch went out to return the parked data fetch, so that partitions
+	// ready since it was sent join the next one.
+	nudged := false
 	for {
 		now := time.Now()
 		partitions := f.manager.partitionsOf(f.leaderID)
@@ -140,16 +150,19 @@ func (f *fetcher) serve(c *conn) error {
 				markInFlight(check)
 				pending = append(pending, inFlightRequest{correlationID: id, kind: kindEpochs, partitions: check})
 			}
-			if len(data) > 0 && len(pending) < maxRequestsInFlight {
+			switch {
+			case len(data) > 0 && !dataInFlight && len(pending) < maxRequestsInFlight:
 				id, err := c.send(f.fetchRequest(data, false))
 				if err != nil {
 					return err
 				}
 				markInFlight(data)
-				for _, p := range data {
-					p.reportedDurable = max(p.reportedDurable, f.durableOf(p))
-				}
+				dataInFlight, nudged = true, false
 				pending = append(pending, inFlightRequest{correlationID: id, kind: kindData, partitions: data})
+			case len(data) > 0 && !nudged && !ackInFlight && len(pending) < maxRequestsInFlight:
+				// Ready partitions wait for the data fetch in flight; have the leader return it now.
+				ackDirty = true
+				nudged = true
 			}
 		}
 		if ackDirty && !ackInFlight && len(pending) < maxRequestsInFlight {
@@ -159,23 +172,32 @@ func (f *fetcher) serve(c *conn) error {
 					acks = append(acks, p)
 				}
 			}
+			if len(acks) == 0 && nudged && dataInFlight {
+				// Nothing new is durable, but a data fetch must come back: any request does it.
+				for _, p := range partitions {
+					if !p.needsEpochCheck && !p.inFlight {
+						acks = append(acks, p)
+						break
+					}
+				}
+			}
 			ackDirty = false
 			if len(acks) > 0 {
 				id, err := c.send(f.fetchRequest(acks, true))
 				if err != nil {
 					return err
 				}
-				for _, p := range acks {
-					p.reportedDurable = f.durableOf(p)
-				}
 				ackInFlight = true
 				pending = append(pending, inFlightRequest{correlationID: id, kind: kindAck, partitions: acks})
 			}
 		}
 
+		// Paused partitions come back when their pause ends, even while requests are in flight.
 		var timeout <-chan time.Time
-		if len(pending) == 0 {
-			timeout = time.After(f.manager.config.RetryBackoff) // paused partitions come back
+		if wait, paused := nextPauseEnd(partitions, now); paused {
+			timeout = time.After(wait)
+		} else if len(pending) == 0 {
+			timeout = time.After(f.manager.config.RetryBackoff)
 		}
 		select {
 		case <-f.stop:
@@ -195,6 +217,7 @@ func (f *fetcher) serve(c *conn) error {
 			var err error
 			switch request.kind {
 			case kindData:
+				dataInFlight = false
 				err = f.handleFetch(request.partitions, resp.body)
 			case kindAck:
 				ackInFlight = false
@@ -212,6 +235,17 @@ func (f *fetcher) serve(c *conn) error {
 			}
 		}
 	}
+}
+
+// nextPauseEnd is how long until the first paused partition may fetch again.
+func nextPauseEnd(partitions []*followed, now time.Time) (time.Duration, bool) {
+	var first time.Time
+	for _, p := range partitions {
+		if !p.inFlight && now.Before(p.pausedUntil) && (first.IsZero() || p.pausedUntil.Before(first)) {
+			first = p.pausedUntil
+		}
+	}
+	return first.Sub(now), !first.IsZero()
 }
 
 func markInFlight(partitions []*followed) {
@@ -260,8 +294,12 @@ func (f *fetcher) fetchRequest(partitions []*followed, ackOnly bool) *kmsg.Fetch
 		if ackOnly {
 			rp.PartitionMaxBytes = 0
 		}
+		// What the request reports is what counts as reported: a flush completing after this
+		// point is reported by the next acknowledgement fetch.
+		reported := f.durableOf(p)
+		p.reportedDurable = reported
 		var durable [8]byte
-		binary.BigEndian.PutUint64(durable[:], uint64(f.durableOf(p)))
+		binary.BigEndian.PutUint64(durable[:], uint64(reported))
 		rp.UnknownTags.Set(DurableOffsetTag, durable[:])
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
