@@ -184,7 +184,7 @@ func printUsers(io streams, asJSON bool, users []client.ScramUser) error {
 		var parts []string
 		for _, m := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
 			if iterations, ok := r.Mechanisms[m]; ok {
-				parts = append(parts, m+" ("+itoa(iterations)+")")
+				parts = append(parts, m+" ("+strconv.Itoa(iterations)+")")
 			}
 		}
 		t.row(r.User, strings.Join(parts, ", "))
@@ -192,4 +192,3 @@ func printUsers(io streams, asJSON bool, users []client.ScramUser) error {
 	return t.flush()
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
