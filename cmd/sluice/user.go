@@ -191,4 +191,3 @@ func printUsers(io streams, asJSON bool, users []client.ScramUser) error {
 	}
 	return t.flush()
 }
-
