@@ -360,3 +360,33 @@ func TestSASLHandshakeV0(t *testing.T) {
 		t.Fatalf("metadata after v0 authentication: %+v %v", resp, err)
 	}
 }
+
+// TestAuthorizerWithoutSASL: --authorizer on a plaintext listener checks requests as
+// User:ANONYMOUS; with --allow-everyone-if-no-acl-found a topic no ACL names is open, and one an ACL
+// names is closed to everyone the ACL does not allow.
+func TestAuthorizerWithoutSASL(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "--authorizer", "--allow-everyone-if-no-acl-found")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	anonymous := newClient(t, d.kafka, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+	createTopic(t, anonymous, "open", 1)
+	createTopic(t, anonymous, "closed", 1)
+	if err := anonymous.ProduceSync(ctx, &kgo.Record{Topic: "open", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce where no ACL applies: %v", err)
+	}
+	c, err := client.New(client.WithSeedBrokers(d.kafka))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := client.NewAdmin(c).CreateACLs(ctx, allowBinding("User:someone", acl.OperationWrite, acl.ResourceTopic, "closed", acl.PatternLiteral)); err != nil {
+		t.Fatal(err)
+	}
+	err = anonymous.ProduceSync(ctx, &kgo.Record{Topic: "closed", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce as User:ANONYMOUS where an ACL names another principal: %v", err)
+	}
+	if err := anonymous.ProduceSync(ctx, &kgo.Record{Topic: "open", Value: []byte("y")}).FirstErr(); err != nil {
+		t.Fatalf("produce to the open topic afterwards: %v", err)
+	}
+}
