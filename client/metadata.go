@@ -222,6 +222,9 @@ func (m *metadataCache) topic(ctx context.Context, topic string) (*topicInfo, er
 				code = t.ErrorCode
 			}
 		}
+		if code == protocol.TopicAuthorizationFailed.Code {
+			return nil, newKafkaError("metadata", topic, -1, code, nil) // it may exist: not ErrUnknownTopic
+		}
 		if code != 0 && !protocol.ErrorCodeOf(code).Retriable {
 			return nil, fmt.Errorf("%w %q: %w", ErrUnknownTopic, topic, newKafkaError("metadata", topic, -1, code, nil))
 		}

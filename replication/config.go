@@ -3,6 +3,7 @@ package replication
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -65,6 +66,9 @@ type Config struct {
 	// TLS, when not nil, is the client config followers dial leaders with (the inter-broker
 	// listener's security; it offers this node's certificate for mTLS).
 	TLS *tls.Config
+	// Authenticate, if set, runs on every new connection to a leader before any fetch (the
+	// broker's inter-broker SASL exchange); an error drops the connection and is retried.
+	Authenticate func(conn net.Conn) error
 	// UnsafeLeaderOnlyAck deliberately breaks acks=all, for the chaos suite's self-test only (see
 	// unsafe_ack.go). Never set in production.
 	UnsafeLeaderOnlyAck bool

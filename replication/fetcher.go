@@ -113,7 +113,7 @@ func (f *fetcher) run() {
 		var err error
 		if ok {
 			var c *conn
-			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout, f.manager.config.TLS); err == nil {
+			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout, f.manager.config.TLS, f.manager.config.Authenticate); err == nil {
 				err = f.serve(c)
 				c.close()
 			}
