@@ -20,6 +20,11 @@ type request struct {
 	res      *netpoll.Responder
 	received time.Time
 	metrics  *apiMetrics
+	// amend adds what the authorizer took out of the request back into the response, as refusals
+	// (authorize.go); respond applies it.
+	amend []func(kmsg.Response)
+	// deniedFetch are the fetch topics the authorizer refused, answered by respondFetch.
+	deniedFetch []fetchTopicResult
 
 	// Stage timings, slow-request log and tracing (request_timing.go, request_trace.go).
 	size          int // request frame bytes
@@ -33,6 +38,9 @@ type request struct {
 
 // respond encodes resp at the request's version and sends it.
 func (r *request) respond(resp kmsg.Response) {
+	for _, amend := range r.amend {
+		amend(resp)
+	}
 	r.send(netpoll.Chunk{Bytes: protocol.EncodeResponse(nil, r.header, resp)})
 }
 
@@ -91,6 +99,7 @@ func newAPITable() apiTable {
 		14: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleSyncGroup)},
 		15: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleDescribeGroups)},
 		16: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleListGroups)},
+		17: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleSaslHandshake)},
 		18: {protocol.VersionRange{Min: 0, Max: 4}, nil}, // ApiVersions: answered before decoding
 		19: {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleCreateTopics)},
 		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
@@ -102,9 +111,13 @@ func newAPITable() apiTable {
 		26: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleEndTxn)},
 		27: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleWriteTxnMarkers)},
 		28: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleTxnOffsetCommit)},
+		29: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleDescribeAcls)},
+		30: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreateAcls)},
+		31: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleDeleteAcls)},
 		32: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeConfigs)},
 		33: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleAlterConfigs)},
 		35: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeLogDirs)},
+		36: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleSaslAuthenticate)},
 		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},
 		42: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleDeleteGroups)},
 		43: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleElectLeaders)},
@@ -112,6 +125,8 @@ func newAPITable() apiTable {
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
 		48: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeClientQuotas)},
 		49: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleAlterClientQuotas)},
+		50: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeUserScramCredentials)},
+		51: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleAlterUserScramCredentials)},
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
 		61: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeProducers)},
 		65: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeTransactions)},
@@ -139,6 +154,10 @@ func newAPITable() apiTable {
 
 // handle parses and dispatches one request; it runs on the connection's worker goroutine.
 func (b *Broker) handle(s *session, q queuedRequest) {
+	if s.rawSASLToken() {
+		b.handleRawSASLToken(s, q) // after SaslHandshake v0 the frame is a bare token
+		return
+	}
 	header, body, err := protocol.ParseRequest(q.frame)
 	r := &request{header: header, session: s, res: q.res, received: q.received, metrics: b.metrics.api(header.APIKey)}
 	r.metrics.requests.Inc()
@@ -149,6 +168,9 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 		r.failed()
 		r.skip()
 		s.conn.Close()
+		return
+	}
+	if !b.admitAuthenticated(r) {
 		return
 	}
 	if header.APIKey == protocol.ApiVersionsKey {
@@ -173,6 +195,9 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 	if !served {
 		b.answerUnserved(r, req)
 		return
+	}
+	if !b.authorizeRequest(r, req) {
+		return // refused and answered (authorize.go)
 	}
 	entry.handle(b, r, req)
 }

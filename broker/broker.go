@@ -41,6 +41,8 @@ type Broker struct {
 	shares      *shareManager   // share groups and share partitions (share.go)
 	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
 	consumerGroups *consumerGroups
+	// security holds SASL and ACL machinery (security.go).
+	security *security
 
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
@@ -74,6 +76,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
 	b.followers.onGone = b.followerGone
 	b.metrics = newBrokerMetrics(cfg.Metrics, newTopicMetrics(cfg.MetricsMaxTopics, b.holdsTopic))
+	b.security = b.newSecurity()
 	b.timing = newRequestTiming(cfg.RequestTiming, b.metrics.set, loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst))
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
 	if err != nil {
@@ -93,6 +96,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	replicationCfg.NodeID = cfg.NodeID
 	if cfg.interBrokerSpec().Protocol.TLS() {
 		replicationCfg.TLS = cfg.InterBrokerTLS
+	}
+	if cfg.Security.InterBrokerUser != "" && replicationCfg.Authenticate == nil {
+		replicationCfg.Authenticate = b.interBrokerAuthenticate // interbroker_sasl.go
 	}
 	b.replicas, err = replication.NewManager(replicationCfg, b.brokerAddress, b.proposeISR, cfg.Metrics, logger.With("component", "replication"))
 	if err != nil {

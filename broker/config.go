@@ -79,6 +79,8 @@ type Config struct {
 	Replication replication.Config
 	// Transactions configures the transaction coordinator (txn_config.go).
 	Transactions TransactionConfig
+	// Security configures SASL authentication and ACL authorization (security_config.go).
+	Security SecurityConfig
 	// RequestTiming configures the slow-request log and tracing (request_timing.go).
 	RequestTiming RequestTimingConfig
 
@@ -205,6 +207,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Transactions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Security.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.RequestTiming.Validate(); err != nil {

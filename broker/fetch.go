@@ -265,6 +265,7 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 // respondFetch frames the response by hand: header and fields in byte chunks, records as file
 // chunks between them.
 func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int16, results []fetchTopicResult) {
+	results = append(results, r.deniedFetch...) // refused by the authorizer (authorize.go)
 	version := req.Version
 	flexible := version >= 12
 	buf := protocol.AppendResponseHeader(make([]byte, 0, 256), r.header)

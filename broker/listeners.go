@@ -80,8 +80,9 @@ func (c Config) validateListeners() []error {
 		errs = append(errs, fmt.Errorf("inter-broker listener %s is not a listener", c.InterBrokerListener))
 	}
 	interBroker := c.interBrokerSpec()
-	if interBroker.Protocol.SASL() {
-		errs = append(errs, fmt.Errorf("inter-broker listener %s is %s: brokers cannot authenticate with SASL to each other yet; use SSL (mTLS) or PLAINTEXT",
+	if interBroker.Protocol.SASL() && c.Security.InterBrokerUser == "" && len(c.ControllerVoters) > 1 {
+		// A single node never dials its own inter-broker listener; a cluster's brokers must log in.
+		errs = append(errs, fmt.Errorf("inter-broker listener %s is %s: brokers need --inter-broker-sasl-user and --inter-broker-sasl-password to authenticate to each other",
 			interBroker.Name, interBroker.Protocol))
 	}
 	if interBroker.Protocol.TLS() && (c.InterBrokerTLS == nil || c.RaftTLS == nil) {

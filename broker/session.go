@@ -15,6 +15,8 @@ type session struct {
 	conn   *netpoll.Conn
 	// closed is set once the connection closed (queued requests may still run).
 	closed atomic.Bool
+	// auth is the connection's SASL state and principal (session_auth.go).
+	auth sessionAuth
 	// parkedReplicaFetch is a follower's fetch waiting at this leader for data. Responses leave
 	// in request order, so it would hold back every later response on the connection: the next
 	// request answers it first (see replication's fetcher).
@@ -38,7 +40,9 @@ type queuedRequest struct {
 
 // Opened implements netpoll.Handler.
 func (b *Broker) Opened(conn *netpoll.Conn) {
-	conn.SetContext(&session{broker: b, conn: conn})
+	s := &session{broker: b, conn: conn}
+	b.initSessionAuth(s)
+	conn.SetContext(s)
 }
 
 // Closed implements netpoll.Handler. Queued requests still run; their responses are dropped.
@@ -58,6 +62,7 @@ func (b *Broker) Serve(conn *netpoll.Conn, frame []byte, res *netpoll.Responder)
 	s, ok := conn.Context().(*session)
 	if !ok {
 		s = &session{broker: b, conn: conn}
+		b.initSessionAuth(s)
 		conn.SetContext(s)
 	}
 	s.mu.Lock()

@@ -21,6 +21,7 @@ type clientConfig struct {
 	metadataMaxAge         time.Duration
 	allowAutoTopicCreation bool
 	tls                    *tls.Config // nil: plaintext (tls.go)
+	sasl                   *saslConfig // WithSASL (sasl.go)
 }
 
 func defaultClientConfig() clientConfig {

@@ -32,6 +32,9 @@ const (
 	opAlterGroupConfigs      operation = "alter-group-configs"
 	opWriteTransactions      operation = "write-transactions"
 	opReportUnreachable      operation = "report-unreachable-leader"
+	opCreateACLs             operation = "create-acls"
+	opDeleteACLs             operation = "delete-acls"
+	opAlterScramCredentials  operation = "alter-scram-credentials"
 )
 
 // Retry pacing while the controller changes: the wait doubles from
@@ -84,6 +87,12 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.alterGroupConfigs)
 	case opWriteTransactions:
 		return serve(ctx, args, c.writeTransactions)
+	case opCreateACLs:
+		return serve(ctx, args, c.createACLs)
+	case opDeleteACLs:
+		return serve(ctx, args, c.deleteACLs)
+	case opAlterScramCredentials:
+		return serve(ctx, args, c.alterScramCredentials)
 	default:
 		return nil, fmt.Errorf("%w: unknown forwarded operation %q", errMalformedCommand, op)
 	}

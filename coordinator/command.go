@@ -41,7 +41,11 @@ const (
 	// Transaction coordinator state (transactions.go).
 	commandWriteTransactions commandType = 19
 	// Leaders their followers cannot reach (unreachable_leader.go).
-	commandDemoteUnreachable commandType = 20
+	commandDemoteUnreachable commandType = 23
+	// Security: ACLs and SCRAM credentials (security_commands.go).
+	commandCreateACLs            commandType = 20
+	commandDeleteACLs            commandType = 21
+	commandAlterScramCredentials commandType = 22
 )
 
 func (t commandType) String() string {
@@ -86,6 +90,12 @@ func (t commandType) String() string {
 		return "write-transactions"
 	case commandDemoteUnreachable:
 		return "demote-unreachable"
+	case commandCreateACLs:
+		return "create-acls"
+	case commandDeleteACLs:
+		return "delete-acls"
+	case commandAlterScramCredentials:
+		return "alter-scram-credentials"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -123,7 +133,9 @@ type applyResult struct {
 	producerIDs ProducerIDBlock
 	// transactions is write-transactions' answer.
 	transactions TransactionWriteResult
-	err          error
+	// security is a security command's answer (security_commands.go).
+	security securityResult
+	err      error
 }
 
 // encodeCommand lays out a command as
@@ -192,6 +204,12 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &writeTransactionsCommand{}
 	case commandDemoteUnreachable:
 		c = &demoteUnreachableCommand{}
+	case commandCreateACLs:
+		c = &createACLsCommand{}
+	case commandDeleteACLs:
+		c = &deleteACLsCommand{}
+	case commandAlterScramCredentials:
+		c = &alterScramCredentialsCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}

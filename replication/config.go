@@ -3,6 +3,7 @@ package replication
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -53,10 +54,10 @@ type Config struct {
 	// not fetched again within this, leaves the ISR without waiting for LagTimeMax (a killed or
 	// restarted follower). Invariant: 0 < DisconnectGrace <= LagTimeMax.
 	DisconnectGrace time.Duration
-	// LeaderUnreachableAfter: a follower that has had no answer from its leader for this long
-	// reports the leader to the controller (which may move leadership to the followers, see
-	// coordinator/unreachable_leader.go), and a request unanswered for FetchMaxWait plus this
-	// drops the connection. Invariant: > FetchMaxWait.
+	// LeaderUnreachableAfter: a follower that has had no answer from its leader for FetchMaxWait
+	// plus this reports the leader to the controller (which may move leadership to the followers,
+	// see coordinator/unreachable_leader.go), and drops a connection whose oldest request has
+	// waited that long. Invariant: > 0.
 	LeaderUnreachableAfter time.Duration
 	// ISRCheckInterval is how often leaders look for ISR changes to propose.
 	ISRCheckInterval time.Duration
@@ -65,6 +66,9 @@ type Config struct {
 	// TLS, when not nil, is the client config followers dial leaders with (the inter-broker
 	// listener's security; it offers this node's certificate for mTLS).
 	TLS *tls.Config
+	// Authenticate, if set, runs on every new connection to a leader before any fetch (the
+	// broker's inter-broker SASL exchange); an error drops the connection and is retried.
+	Authenticate func(conn net.Conn) error
 	// UnsafeLeaderOnlyAck deliberately breaks acks=all, for the chaos suite's self-test only (see
 	// unsafe_ack.go). Never set in production.
 	UnsafeLeaderOnlyAck bool
@@ -79,7 +83,7 @@ func DefaultConfig() Config {
 		FetchMaxBytes:          16 << 20,
 		PartitionMaxBytes:      4 << 20,
 		DisconnectGrace:        time.Second,
-		LeaderUnreachableAfter: 1500 * time.Millisecond,
+		LeaderUnreachableAfter: time.Second,
 		ISRCheckInterval:       250 * time.Millisecond,
 		RetryBackoff:           100 * time.Millisecond,
 	}
@@ -94,8 +98,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("replication: replica lag time %v must exceed the fetch max wait %v (> 0)", c.LagTimeMax, c.FetchMaxWait)
 	case c.DisconnectGrace <= 0 || c.DisconnectGrace > c.LagTimeMax:
 		return fmt.Errorf("replication: disconnect grace %v must be positive and at most the replica lag time %v", c.DisconnectGrace, c.LagTimeMax)
-	case c.LeaderUnreachableAfter <= c.FetchMaxWait:
-		return fmt.Errorf("replication: leader unreachable time %v must exceed the fetch max wait %v", c.LeaderUnreachableAfter, c.FetchMaxWait)
+	case c.LeaderUnreachableAfter <= 0:
+		return fmt.Errorf("replication: leader unreachable time %v must be positive", c.LeaderUnreachableAfter)
 	case c.FetchMaxBytes < 1024 || c.PartitionMaxBytes < 1024:
 		return fmt.Errorf("replication: fetch byte bounds %d/%d below 1024", c.FetchMaxBytes, c.PartitionMaxBytes)
 	case c.ISRCheckInterval <= 0 || c.RetryBackoff <= 0:

@@ -36,7 +36,7 @@ type conn struct {
 	done      chan struct{} // closed when the reader exits
 }
 
-func dialLeader(address string, nodeID int32, timeout time.Duration, tlsConfig *tls.Config) (*conn, error) {
+func dialLeader(address string, nodeID int32, timeout time.Duration, tlsConfig *tls.Config, authenticate func(net.Conn) error) (*conn, error) {
 	var nc net.Conn
 	var err error
 	if tlsConfig != nil {
@@ -48,6 +48,14 @@ func dialLeader(address string, nodeID int32, timeout time.Duration, tlsConfig *
 	}
 	if err != nil {
 		return nil, fmt.Errorf("replication: dial leader at %s: %w", address, err)
+	}
+	if authenticate != nil {
+		nc.SetDeadline(time.Now().Add(timeout))
+		if err := authenticate(nc); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("replication: authenticate to leader at %s: %w", address, err)
+		}
+		nc.SetDeadline(time.Time{})
 	}
 	c := &conn{
 		net:       nc,

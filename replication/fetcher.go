@@ -84,10 +84,10 @@ type fetcher struct {
 const unreachableReportInterval = 500 * time.Millisecond
 
 // checkLeaderSilence reports the leader to the controller while it has not answered for
-// LeaderUnreachableAfter and this broker follows partitions of it.
+// FetchMaxWait plus LeaderUnreachableAfter and this broker follows partitions of it.
 func (f *fetcher) checkLeaderSilence(now time.Time) {
 	m := f.manager
-	if m.reportUnreachable == nil || now.Sub(f.lastHeard) < m.config.LeaderUnreachableAfter || now.Sub(f.lastReport) < unreachableReportInterval {
+	if m.reportUnreachable == nil || now.Sub(f.lastHeard) < m.config.FetchMaxWait+m.config.LeaderUnreachableAfter || now.Sub(f.lastReport) < unreachableReportInterval {
 		return
 	}
 	if len(m.partitionsOf(f.leaderID)) == 0 {
@@ -113,7 +113,7 @@ func (f *fetcher) run() {
 		var err error
 		if ok {
 			var c *conn
-			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout, f.manager.config.TLS); err == nil {
+			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout, f.manager.config.TLS, f.manager.config.Authenticate); err == nil {
 				err = f.serve(c)
 				c.close()
 			}

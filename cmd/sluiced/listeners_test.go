@@ -28,7 +28,7 @@ func TestListenerFlags(t *testing.T) {
 		{[]string{"--listeners", "A://127.0.0.1:0"}, "security protocol map"},
 		{[]string{"--advertised-listeners", "A://h:1"}, "need --listeners"},
 		{[]string{"--listeners", "PLAINTEXT://127.0.0.1:0", "--inter-broker-listener-name", "OTHER"}, "not a listener"},
-		{[]string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:0"}, "cannot authenticate with SASL"},
+		{[]string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--controller-voters", "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3"}, "--inter-broker-sasl-user"},
 		{[]string{"--tls-client-auth", "required", "--tls-cert", "c", "--tls-key", "k"}, "CA file"},
 		{[]string{"--tls-client-auth", "always"}, "--tls-client-auth"},
 	} {

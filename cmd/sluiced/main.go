@@ -113,6 +113,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	opts.listeners.register(fs)
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
+	finishSecurity := securityFlags(fs, b) // security_flags.go
 	usage := func() {
 		fmt.Fprintf(output, "Usage: sluiced [flags]\n\nsluice broker: serves the Kafka protocol. Each flag may also be set as SLUICE_<FLAG> in the\nenvironment (for example SLUICE_DATA_DIR=/var/lib/sluice).\n\nFlags:\n")
 		fs.SetOutput(output)
@@ -175,6 +176,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 		if voter.NodeID == b.NodeID && !raftListenSet {
 			b.RaftListen = voter.RaftAddress // the voter's own entry says where it listens
 		}
+	}
+	if err := finishSecurity(); err != nil {
+		return opts, err
 	}
 	if err := checkTracingFlags(opts); err != nil {
 		return opts, err

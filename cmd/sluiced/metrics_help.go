@@ -95,6 +95,11 @@ var metricHelps = map[string]string{
 	"sluice_transactions_aborted_total":   "Transactions aborted.",
 	"sluice_transactions_timed_out_total": "Transactions aborted for running past their timeout.",
 
+	// Security (broker/security.go).
+	"sluice_sasl_authentications_total":         "SASL authentications that succeeded.",
+	"sluice_sasl_authentication_failures_total": "SASL authentications refused (wrong user or password); the connection is closed.",
+	"sluice_authorization_refusals_total":       "Requests (or parts of them) the authorizer refused.",
+
 	// Network (netpoll/server.go).
 	"sluice_net_connections":                  "Open client connections.",
 	"sluice_net_connections_evicted_total":    "Connections closed or refused to protect the server, by reason.",
