@@ -246,9 +246,14 @@ type readIndexResult struct {
 	ClusterID string `json:"clusterID"`
 }
 
-// readIndex serves catchUp: the forwarding response carries the index.
+// readIndex serves catchUp and read barriers (read_barrier.go): the forwarding response carries
+// the index. The controller first confirms with a quorum that it still leads, so that a stale
+// leader (paused, or cut off) never answers an index older than what a newer leader committed.
 func (c *Coordinator) readIndex(ctx context.Context, _ struct{}) (readIndexResult, error) {
 	if err := c.checkLeader(ctx); err != nil {
+		return readIndexResult{}, err
+	}
+	if err := c.verifyLeadership(ctx); err != nil {
 		return readIndexResult{}, err
 	}
 	return readIndexResult{ClusterID: c.Metadata().ClusterID}, nil

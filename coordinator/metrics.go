@@ -11,11 +11,16 @@ import (
 //   - sluice_brokers_fenced_total: brokers this node, as controller, fenced for a missed session;
 //   - sluice_controller_failover_seconds: for each such fence, the time from the broker's last
 //     heartbeat to the commit of the command that moved its leaderships (the metadata half of a
-//     failover; brokers start serving as leaders when they apply it, within milliseconds).
+//     failover; brokers start serving as leaders when they apply it, within milliseconds);
+//   - sluice_read_barriers_total / sluice_read_barrier_failures_total: read-barrier rounds this node
+//     ran (read_barrier.go; one round serves every reader that queued meanwhile) and those that could
+//     not confirm a fresh view (the readers were refused).
 type coordinatorMetrics struct {
-	controllerChanges *metrics.Counter
-	brokersFenced     *metrics.Counter
-	failoverSeconds   *metrics.Histogram
+	controllerChanges   *metrics.Counter
+	brokersFenced       *metrics.Counter
+	failoverSeconds     *metrics.Histogram
+	readBarriers        *metrics.Counter
+	readBarrierFailures *metrics.Counter
 }
 
 func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics {
@@ -29,8 +34,10 @@ func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics 
 		return 0
 	})
 	return coordinatorMetrics{
-		controllerChanges: set.GetOrCreateCounter("sluice_controller_changes_total"),
-		brokersFenced:     set.GetOrCreateCounter("sluice_brokers_fenced_total"),
-		failoverSeconds:   set.GetOrCreateHistogram("sluice_controller_failover_seconds"),
+		controllerChanges:   set.GetOrCreateCounter("sluice_controller_changes_total"),
+		brokersFenced:       set.GetOrCreateCounter("sluice_brokers_fenced_total"),
+		failoverSeconds:     set.GetOrCreateHistogram("sluice_controller_failover_seconds"),
+		readBarriers:        set.GetOrCreateCounter("sluice_read_barriers_total"),
+		readBarrierFailures: set.GetOrCreateCounter("sluice_read_barrier_failures_total"),
 	}
 }
