@@ -31,6 +31,7 @@ const (
 	opWriteGroupState        operation = "write-group-state"
 	opAlterGroupConfigs      operation = "alter-group-configs"
 	opWriteTransactions      operation = "write-transactions"
+	opResignLeader           operation = "resign-leader"
 )
 
 // Retry pacing while the controller changes: the wait doubles from
@@ -81,6 +82,8 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.alterGroupConfigs)
 	case opWriteTransactions:
 		return serve(ctx, args, c.writeTransactions)
+	case opResignLeader:
+		return serve(ctx, args, c.resignLeader)
 	default:
 		return nil, fmt.Errorf("%w: unknown forwarded operation %q", errMalformedCommand, op)
 	}

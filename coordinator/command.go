@@ -40,6 +40,8 @@ const (
 	commandElectPreferred commandType = 18
 	// Transaction coordinator state (transactions.go).
 	commandWriteTransactions commandType = 19
+	// A leader with a damaged log hands leadership off (leadership_resign.go).
+	commandResignLeader commandType = 20
 )
 
 func (t commandType) String() string {
@@ -82,6 +84,8 @@ func (t commandType) String() string {
 		return "elect-preferred"
 	case commandWriteTransactions:
 		return "write-transactions"
+	case commandResignLeader:
+		return "resign-leader"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -186,6 +190,8 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &electPreferredCommand{}
 	case commandWriteTransactions:
 		c = &writeTransactionsCommand{}
+	case commandResignLeader:
+		c = &resignLeaderCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}
