@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -132,10 +133,12 @@ func (a *Agent) serveStatus(w http.ResponseWriter, r *http.Request) {
 
 // RunOptions is one coordinated run.
 type RunOptions struct {
-	Workload   Workload
-	Driver     string
-	Brokers    []string
-	Agents     []string // host:port of agents; none: run in this process
+	Workload Workload
+	Driver   string
+	Brokers  []string
+	Agents   []string // host:port of agents; none: run in this process
+	// TLS, when not nil, connects to the brokers through TLS (runs in this process only).
+	TLS        *tls.Config
 	KeepTopics bool
 	Progress   Progress
 }
@@ -146,7 +149,10 @@ func Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	if err := opts.Workload.Validate(); err != nil {
 		return nil, err
 	}
-	admin, err := NewDriver(opts.Driver, opts.Brokers)
+	if opts.TLS != nil && len(opts.Agents) > 0 {
+		return nil, fmt.Errorf("bench: TLS runs are not spread over agents yet; run without --agents")
+	}
+	admin, err := NewDriver(opts.Driver, opts.Brokers, opts.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +176,7 @@ func Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		}()
 	}
 	plan := FullPlan(opts.Workload, opts.Driver, opts.Brokers, topics)
+	plan.TLS = opts.TLS
 	if len(opts.Agents) == 0 {
 		return Execute(ctx, plan, opts.Progress)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -60,13 +61,13 @@ func (s *assignedSignal) assigned(partitions int) {
 // Drivers names the drivers NewDriver knows.
 var Drivers = []string{"client", "franz"}
 
-// NewDriver returns the named driver talking to brokers.
-func NewDriver(name string, brokers []string) (Driver, error) {
+// NewDriver returns the named driver talking to brokers, through TLS when tlsConfig is not nil.
+func NewDriver(name string, brokers []string, tlsConfig *tls.Config) (Driver, error) {
 	switch name {
 	case "client", "sluice":
-		return newClientDriver(brokers)
+		return newClientDriver(brokers, tlsConfig)
 	case "franz", "franz-go":
-		return newFranzDriver(brokers)
+		return newFranzDriver(brokers, tlsConfig)
 	}
 	return nil, fmt.Errorf("bench: unknown driver %q (want client or franz)", name)
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,14 +18,25 @@ import (
 type clientDriver struct {
 	brokers []string
 	shared  *client.Client
+	tls     *tls.Config // nil: plaintext
 }
 
-func newClientDriver(brokers []string) (*clientDriver, error) {
-	c, err := client.New(client.WithSeedBrokers(brokers...), client.WithClientID("sluice-bench"))
+func newClientDriver(brokers []string, tlsConfig *tls.Config) (*clientDriver, error) {
+	d := &clientDriver{brokers: brokers, tls: tlsConfig}
+	c, err := client.New(d.options(client.WithSeedBrokers(brokers...), client.WithClientID("sluice-bench"))...)
 	if err != nil {
 		return nil, err
 	}
-	return &clientDriver{brokers: brokers, shared: c}, nil
+	d.shared = c
+	return d, nil
+}
+
+// options adds the driver's TLS setting to a client's options.
+func (d *clientDriver) options(options ...client.Option) []client.Option {
+	if d.tls != nil {
+		options = append(options, client.WithTLS(d.tls))
+	}
+	return options
 }
 
 func (d *clientDriver) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
@@ -64,7 +76,7 @@ func (p *clientProducer) Send(ctx context.Context, topic string, key, value []by
 func (p *clientProducer) Close(ctx context.Context) error { return p.producer.Close(ctx) }
 
 func (d *clientDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte)) (Consumer, error) {
-	c, err := client.New(client.WithSeedBrokers(d.brokers...), client.WithClientID("sluice-bench-consumer"))
+	c, err := client.New(d.options(client.WithSeedBrokers(d.brokers...), client.WithClientID("sluice-bench-consumer"))...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,14 +18,25 @@ import (
 type franzDriver struct {
 	brokers []string
 	admin   *kgo.Client
+	tls     *tls.Config // nil: plaintext
 }
 
-func newFranzDriver(brokers []string) (*franzDriver, error) {
-	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("sluice-bench"))
+func newFranzDriver(brokers []string, tlsConfig *tls.Config) (*franzDriver, error) {
+	d := &franzDriver{brokers: brokers, tls: tlsConfig}
+	admin, err := kgo.NewClient(d.options(kgo.SeedBrokers(brokers...), kgo.ClientID("sluice-bench"))...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: franz-go: %w", err)
 	}
-	return &franzDriver{brokers: brokers, admin: admin}, nil
+	d.admin = admin
+	return d, nil
+}
+
+// options adds the driver's TLS setting to a client's options.
+func (d *franzDriver) options(options ...kgo.Opt) []kgo.Opt {
+	if d.tls != nil {
+		options = append(options, kgo.DialTLSConfig(d.tls.Clone()))
+	}
+	return options
 }
 
 func (d *franzDriver) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
@@ -88,7 +100,7 @@ func (d *franzDriver) NewProducer(ctx context.Context, w Workload) (Producer, er
 	if w.Keys == "none" {
 		opts = append(opts, kgo.RecordPartitioner(kgo.StickyPartitioner()))
 	}
-	c, err := kgo.NewClient(opts...)
+	c, err := kgo.NewClient(d.options(opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: franz-go producer: %w", err)
 	}
@@ -111,13 +123,13 @@ func (p *franzProducer) Close(ctx context.Context) error {
 
 func (d *franzDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte)) (Consumer, error) {
 	signal := newAssignedSignal()
-	c, err := kgo.NewClient(kgo.SeedBrokers(d.brokers...), kgo.ClientID("sluice-bench-consumer"),
+	c, err := kgo.NewClient(d.options(kgo.SeedBrokers(d.brokers...), kgo.ClientID("sluice-bench-consumer"),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.HeartbeatInterval(groupHeartbeatInterval),
 		kgo.AutoCommitInterval(5*time.Second),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 			signal.assigned(len(assigned[topic]))
-		}))
+		}))...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: franz-go consumer: %w", err)
 	}

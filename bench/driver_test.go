@@ -27,7 +27,7 @@ func TestConsumersShareTheirGroup(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			driver, err := NewDriver(name, []string{address})
+			driver, err := NewDriver(name, []string{address}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

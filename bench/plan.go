@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -13,7 +14,9 @@ type Plan struct {
 	Workload Workload `json:"workload"`
 	Driver   string   `json:"driver"`
 	Brokers  []string `json:"brokers"`
-	Topics   []string `json:"topics"`
+	// TLS, when not nil, is the client config for the brokers. It does not travel to agents.
+	TLS    *tls.Config `json:"-"`
+	Topics []string    `json:"topics"`
 	// Producers lists the topic index of each producer this plan runs.
 	Producers []int `json:"producers"`
 	// Consumers lists the consumers this plan runs.

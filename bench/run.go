@@ -131,7 +131,7 @@ type Progress func(Interval)
 // and returns this process's result. Topics must exist.
 func Execute(ctx context.Context, plan Plan, progress Progress) (*Result, error) {
 	w := plan.Workload
-	driver, err := NewDriver(plan.Driver, plan.Brokers)
+	driver, err := NewDriver(plan.Driver, plan.Brokers, plan.TLS)
 	if err != nil {
 		return nil, err
 	}

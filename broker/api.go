@@ -3,12 +3,14 @@ package broker
 import (
 	"bytes"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/reqtime"
 )
 
 // request is one request being handled.
@@ -18,27 +20,49 @@ type request struct {
 	res      *netpoll.Responder
 	received time.Time
 	metrics  *apiMetrics
+	// amend adds what the authorizer took out of the request back into the response, as refusals
+	// (authorize.go); respond applies it.
+	amend []func(kmsg.Response)
+	// deniedFetch are the fetch topics the authorizer refused, answered by respondFetch.
+	deniedFetch []fetchTopicResult
+
+	// Stage timings, slow-request log and tracing (request_timing.go, request_trace.go).
+	size          int // request frame bytes
+	timeline      reqtime.Timeline
+	readBegun     time.Time // a fetch: when the read that answers it began
+	sendBegun     time.Time
+	trace         *requestTrace // nil unless the request is sampled for tracing
+	followerFetch bool          // a replica's fetch: kept out of the fetch stage histograms
+	hadErrors     atomic.Bool
 }
 
 // respond encodes resp at the request's version and sends it.
 func (r *request) respond(resp kmsg.Response) {
+	for _, amend := range r.amend {
+		amend(resp)
+	}
 	r.send(netpoll.Chunk{Bytes: protocol.EncodeResponse(nil, r.header, resp)})
 }
 
 // send sends a response made of chunks, the first of which must start with the response header.
 func (r *request) send(chunks ...netpoll.Chunk) {
 	r.metrics.seconds.UpdateDuration(r.received)
-	r.res.Send(chunks...)
+	r.sendBegun = time.Now()
+	r.res.SendNotify(r, chunks...) // ResponseDone: request_timing.go
 }
 
 // skip completes the request without a response (acks=0).
 func (r *request) skip() {
 	r.metrics.seconds.UpdateDuration(r.received)
 	r.res.Skip()
+	r.session.broker.timing.complete(r, time.Now())
 }
 
 // failed counts a request that answered an error.
-func (r *request) failed() { r.metrics.errors.Inc() }
+func (r *request) failed() {
+	r.metrics.errors.Inc()
+	r.hadErrors.Store(true)
+}
 
 // handlerFunc handles one decoded request.
 type handlerFunc func(b *Broker, r *request, req kmsg.Request)
@@ -75,6 +99,7 @@ func newAPITable() apiTable {
 		14: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleSyncGroup)},
 		15: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleDescribeGroups)},
 		16: {protocol.VersionRange{Min: 0, Max: 5}, typed((*Broker).handleListGroups)},
+		17: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleSaslHandshake)},
 		18: {protocol.VersionRange{Min: 0, Max: 4}, nil}, // ApiVersions: answered before decoding
 		19: {protocol.VersionRange{Min: 0, Max: 7}, typed((*Broker).handleCreateTopics)},
 		20: {protocol.VersionRange{Min: 0, Max: 6}, typed((*Broker).handleDeleteTopics)},
@@ -86,9 +111,13 @@ func newAPITable() apiTable {
 		26: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleEndTxn)},
 		27: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleWriteTxnMarkers)},
 		28: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleTxnOffsetCommit)},
+		29: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleDescribeAcls)},
+		30: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreateAcls)},
+		31: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleDeleteAcls)},
 		32: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeConfigs)},
 		33: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleAlterConfigs)},
 		35: {protocol.VersionRange{Min: 0, Max: 4}, typed((*Broker).handleDescribeLogDirs)},
+		36: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleSaslAuthenticate)},
 		37: {protocol.VersionRange{Min: 0, Max: 3}, typed((*Broker).handleCreatePartitions)},
 		42: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleDeleteGroups)},
 		43: {protocol.VersionRange{Min: 0, Max: 2}, typed((*Broker).handleElectLeaders)},
@@ -96,6 +125,8 @@ func newAPITable() apiTable {
 		47: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleOffsetDelete)},
 		48: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeClientQuotas)},
 		49: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleAlterClientQuotas)},
+		50: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeUserScramCredentials)},
+		51: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleAlterUserScramCredentials)},
 		60: {protocol.VersionRange{Min: 0, Max: 1}, typed((*Broker).handleDescribeCluster)},
 		61: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeProducers)},
 		65: {protocol.VersionRange{Min: 0, Max: 0}, typed((*Broker).handleDescribeTransactions)},
@@ -123,15 +154,23 @@ func newAPITable() apiTable {
 
 // handle parses and dispatches one request; it runs on the connection's worker goroutine.
 func (b *Broker) handle(s *session, q queuedRequest) {
+	if s.rawSASLToken() {
+		b.handleRawSASLToken(s, q) // after SaslHandshake v0 the frame is a bare token
+		return
+	}
 	header, body, err := protocol.ParseRequest(q.frame)
 	r := &request{header: header, session: s, res: q.res, received: q.received, metrics: b.metrics.api(header.APIKey)}
 	r.metrics.requests.Inc()
+	b.timing.begin(r, len(q.frame))
 	if err != nil {
 		// Kafka closes a connection whose request it cannot parse or whose API it does not know.
 		b.badRequestLog.Warn("closing connection: unparsable request", "remote", s.conn.RemoteAddr(), "api_key", header.APIKey, "err", err)
 		r.failed()
 		r.skip()
 		s.conn.Close()
+		return
+	}
+	if !b.admitAuthenticated(r) {
 		return
 	}
 	if header.APIKey == protocol.ApiVersionsKey {
@@ -156,6 +195,9 @@ func (b *Broker) handle(s *session, q queuedRequest) {
 	if !served {
 		b.answerUnserved(r, req)
 		return
+	}
+	if !b.authorizeRequest(r, req) {
+		return // refused and answered (authorize.go)
 	}
 	entry.handle(b, r, req)
 }

@@ -26,6 +26,7 @@ var servedAPIs = map[int16][2]int16{
 	14: {0, 5},  // SyncGroup
 	15: {0, 5},  // DescribeGroups
 	16: {0, 5},  // ListGroups
+	17: {0, 1},  // SaslHandshake
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
@@ -37,9 +38,13 @@ var servedAPIs = map[int16][2]int16{
 	26: {0, 4},  // EndTxn
 	27: {0, 1},  // WriteTxnMarkers
 	28: {0, 4},  // TxnOffsetCommit
+	29: {0, 3},  // DescribeAcls
+	30: {0, 3},  // CreateAcls
+	31: {0, 3},  // DeleteAcls
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	35: {0, 4},  // DescribeLogDirs
+	36: {0, 2},  // SaslAuthenticate
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
 	43: {0, 2},  // ElectLeaders
@@ -47,6 +52,8 @@ var servedAPIs = map[int16][2]int16{
 	47: {0, 0},  // OffsetDelete
 	48: {0, 1},  // DescribeClientQuotas
 	49: {0, 1},  // AlterClientQuotas
+	50: {0, 0},  // DescribeUserScramCredentials
+	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster
 	61: {0, 0},  // DescribeProducers
 	65: {0, 0},  // DescribeTransactions

@@ -30,20 +30,30 @@ type Broker struct {
 	coordinator *coordinator.Coordinator
 	registry    *registry
 	server      *netpoll.Server
-	advertised  hostPort
+	advertised  hostPort // the inter-broker listener's advertised address
 	apis        apiTable
 	groups      *groupCoordinator
 	producerIDs *producerIDAllocator
 	replicas    *replication.Manager
+	followers   followerConnections
 	cleaner     *logCleaner
 	txns        *txnCoordinator // transaction coordinator (txn_coordinator.go)
 	shares      *shareManager   // share groups and share partitions (share.go)
 	// consumerGroups are the KIP-848 consumer groups (consumer_groups.go).
 	consumerGroups *consumerGroups
+	// security holds SASL and ACL machinery (security.go).
+	security *security
 
 	// badRequestLog rate-limits the warning for requests that close their connection: a client
 	// can send them at will.
 	badRequestLog *loglimit.Limiter
+	// timing observes completed requests: stage histograms, slow log, traces (request_timing.go).
+	timing *requestTiming
+
+	// endpoints are every listener's advertised address (advertised is the inter-broker one's);
+	// endpointsOfOthers caches other brokers' parsed registrations (listeners.go).
+	endpoints         listenerEndpoints
+	endpointsOfOthers endpointCache
 
 	unsubscribe func()
 	// closing makes parked fetches answer at once, so shutdown does not wait out their max wait.
@@ -64,7 +74,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{config: cfg, logger: logger, stop: make(chan struct{})}
 	b.badRequestLog = loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst)
+	b.followers.onGone = b.followerGone
 	b.metrics = newBrokerMetrics(cfg.Metrics)
+	b.security = b.newSecurity()
+	b.timing = newRequestTiming(cfg.RequestTiming, b.metrics.set, loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst))
 	cleaner, err := newLogCleaner(cfg.Cleaner, cfg.Metrics)
 	if err != nil {
 		return nil, err
@@ -81,10 +94,17 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	replicationCfg := cfg.Replication
 	replicationCfg.NodeID = cfg.NodeID
+	if cfg.interBrokerSpec().Protocol.TLS() {
+		replicationCfg.TLS = cfg.InterBrokerTLS
+	}
+	if cfg.Security.InterBrokerUser != "" && replicationCfg.Authenticate == nil {
+		replicationCfg.Authenticate = b.interBrokerAuthenticate // interbroker_sasl.go
+	}
 	b.replicas, err = replication.NewManager(replicationCfg, b.brokerAddress, b.proposeISR, cfg.Metrics, logger.With("component", "replication"))
 	if err != nil {
 		return nil, err
 	}
+	b.replicas.SetUnreachableReporter(b.reportUnreachableLeader)
 	b.replicas.SetResigner(b.resignLeadership) // partition_damage.go
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
 	b.registry.leaderElections = b.metrics.leaderElections
@@ -99,6 +119,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	coordCfg.LeaderRebalanceInterval = cfg.LeaderRebalanceInterval
 	coordCfg.Logger = logger.With("component", "coordinator")
 	coordCfg.Metrics = cfg.Metrics
+	if cfg.interBrokerSpec().Protocol.TLS() {
+		coordCfg.RaftTLS, coordCfg.RaftDialTLS = cfg.RaftTLS, cfg.InterBrokerTLS
+	}
 	if len(cfg.ControllerVoters) <= 1 {
 		// A one-voter cluster elects itself at once; short timeouts make startup quick.
 		coordCfg.HeartbeatTimeout, coordCfg.ElectionTimeout, coordCfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
@@ -126,6 +149,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 	netCfg := netpoll.DefaultConfig()
 	netCfg.Address = cfg.Listen
+	netCfg.Listeners = cfg.netListeners()
 	netCfg.MaxFrameBytes = cfg.MaxFrameBytes
 	netCfg.MaxServerInFlightBytes = cfg.MaxInFlightBytes
 	netCfg.MaxConnections = cfg.MaxConnections
@@ -137,11 +161,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.shutdownMetadata()
 		return nil, fmt.Errorf("broker: listen: %w", err)
 	}
-	if b.advertised, err = advertisedAddress(cfg.Advertise, b.server.Addr()); err != nil {
+	if err = b.resolveEndpoints(); err != nil {
 		b.Close(ctx)
 		return nil, err
 	}
-	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port, Incarnation: b.registry.incarnation}
+	registration := coordinator.Broker{NodeID: cfg.NodeID, Host: b.advertised.host, Port: b.advertised.port, Endpoints: b.endpoints.text, Incarnation: b.registry.incarnation}
 	if err := b.coordinator.RegisterBroker(ctx, registration); err != nil {
 		b.Close(ctx)
 		return nil, fmt.Errorf("broker: register: %w", err)
@@ -162,7 +186,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.background.Add(1)
 	go b.runCleaner()
 	go b.txns.runChecker()
-	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))), "node", cfg.NodeID, "data", cfg.DataDir)
+	logger.Info("broker serving", "listen", b.server.Addr().String(), "advertise", net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port))),
+		"listeners", b.endpoints.text, "node", cfg.NodeID, "data", cfg.DataDir)
 	return b, nil
 }
 
@@ -185,8 +210,11 @@ func advertisedAddress(advertise string, bound net.Addr) (hostPort, error) {
 	return hostPort{host: host, port: int32(tcp.Port)}, nil
 }
 
-// Addr is the bound Kafka listener address.
+// Addr is the bound address of the first Kafka listener.
 func (b *Broker) Addr() net.Addr { return b.server.Addr() }
+
+// ListenerAddr is the bound address of the named listener, or nil.
+func (b *Broker) ListenerAddr(name string) net.Addr { return b.server.ListenerAddr(name) }
 
 // SendfileBytes is the number of fetch bytes sent with sendfile so far.
 func (b *Broker) SendfileBytes() uint64 { return b.server.SendfileBytes() }

@@ -5,7 +5,6 @@ package broker
 // no broker config is dynamic (AlterConfigs and IncrementalAlterConfigs refuse broker resources).
 
 import (
-	"net"
 	"strconv"
 	"strings"
 
@@ -36,13 +35,13 @@ func (b *Broker) brokerConfigs() []configEntry {
 	for _, v := range cfg.ControllerVoters {
 		voters = append(voters, strconv.Itoa(int(v.NodeID))+"@"+v.RaftAddress)
 	}
-	advertised := net.JoinHostPort(b.advertised.host, strconv.Itoa(int(b.advertised.port)))
 	values := map[string]string{
 		"node.id":                          strconv.Itoa(int(cfg.NodeID)),
 		"broker.id":                        strconv.Itoa(int(cfg.NodeID)),
 		"log.dirs":                         cfg.DataDir,
-		"listeners":                        "PLAINTEXT://" + b.Addr().String(),
-		"advertised.listeners":             "PLAINTEXT://" + advertised,
+		"listeners":                        b.boundListeners(),
+		"advertised.listeners":             b.endpoints.text,
+		"inter.broker.listener.name":       cfg.interBrokerSpec().Name,
 		"controller.quorum.voters":         strings.Join(voters, ","),
 		"broker.session.timeout.ms":        millis(cfg.BrokerSessionTimeout),
 		"broker.heartbeat.interval.ms":     millis(cfg.BrokerHeartbeatInterval),

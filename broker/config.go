@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/group"
+	"github.com/sluice-mq/sluice/listener"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
 )
@@ -26,6 +28,21 @@ type Config struct {
 	Listen string
 	// Advertise is the host:port given to clients in Metadata; empty means the bound listener address.
 	Advertise string
+	// Listeners are the named Kafka listeners (see listeners.go); empty means one PLAINTEXT
+	// listener on Listen, advertised as Advertise.
+	Listeners []listener.Spec
+	// AdvertisedListeners maps a listener's name to the host:port given to clients that came
+	// in on it; a listener without an entry advertises its bound address.
+	AdvertisedListeners map[string]string
+	// InterBrokerListener names the listener other brokers dial (replication, transaction
+	// markers); empty means the first. Its security also applies to the Raft port.
+	InterBrokerListener string
+	// TLS is the server config of SSL and SASL_SSL listeners; RaftTLS that of the Raft port
+	// and InterBrokerTLS the client config for dialing other brokers, both used when the
+	// inter-broker listener is SSL.
+	TLS            *tls.Config
+	RaftTLS        *tls.Config
+	InterBrokerTLS *tls.Config
 	// RaftListen is the address of the metadata Raft transport; port 0 picks one. With
 	// ControllerVoters it defaults to this node's entry there.
 	RaftListen string
@@ -62,6 +79,10 @@ type Config struct {
 	Replication replication.Config
 	// Transactions configures the transaction coordinator (txn_config.go).
 	Transactions TransactionConfig
+	// Security configures SASL authentication and ACL authorization (security_config.go).
+	Security SecurityConfig
+	// RequestTiming configures the slow-request log and tracing (request_timing.go).
+	RequestTiming RequestTimingConfig
 
 	// MaxFrameBytes is the largest request accepted; larger ones close the connection.
 	MaxFrameBytes int
@@ -106,6 +127,7 @@ func DefaultConfig() Config {
 		Groups:                   group.DefaultConfig(),
 		Replication:              replication.DefaultConfig(),
 		Transactions:             DefaultTransactionConfig(),
+		RequestTiming:            DefaultRequestTimingConfig(),
 		MaxFrameBytes:            100 << 20,
 		MaxInFlightBytes:         512 << 20,
 		MaxBufferedInputBytes:    512 << 20,
@@ -124,9 +146,7 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir is empty"))
 	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("listen address %q: %w", c.Listen, err))
-	}
+	errs = append(errs, c.validateListeners()...)
 	if c.Advertise != "" {
 		if _, err := splitAdvertise(c.Advertise); err != nil {
 			errs = append(errs, err)
@@ -180,6 +200,12 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Transactions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Security.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.RequestTiming.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -25,7 +25,8 @@ func (b *Broker) handleDescribeCluster(r *request, req *kmsg.DescribeClusterRequ
 	for _, id := range meta.BrokerIDs() {
 		broker := meta.Brokers[id]
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = broker.NodeID, broker.Host, broker.Port
+		rb.NodeID = broker.NodeID
+		rb.Host, rb.Port = b.endpointFor(r, broker)
 		if broker.Rack != "" {
 			rack := broker.Rack
 			rb.Rack = &rack

@@ -31,6 +31,14 @@
 // in memory (rebuilt from its log's tail after a restart) and checks, appends and records an
 // idempotent batch as one step under its producers.mu.
 //
+// Security (security.go, session_auth.go, sasl_*.go, authorize*.go): a SASL connection serves only
+// ApiVersions and the SASL APIs until it authenticates; every request then passes its API's
+// authorization rule before its handler, which sees the request without the resources the
+// principal may not touch (those come back refused in the response). ACLs and SCRAM credentials
+// are read from the coordinator's Security snapshot (one atomic load) at each decision.
+// sessionAuth.mu is a leaf lock, held across one SASL step (a PBKDF2 run for PLAIN against SCRAM
+// credentials) and nothing else.
+//
 // Lock order: offlinePartitions.applyMu, then offlinePartitions.mu; registry.mu, then partition.waiters.mu; separately groupCoordinator.mu, then
 // groupEntry.mu. No lock is held while calling into segment or coordinator (the group lock is
 // released before offsets go to the coordinator), with two exceptions that take no other broker

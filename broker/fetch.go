@@ -63,8 +63,13 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 		return
 	}
 	b.resolveFetchRequest(req)
+	r.followerFetch = req.ReplicaID >= 0
+	if req.ReplicaID >= 0 && r.session.follower.CompareAndSwap(0, req.ReplicaID+1) {
+		b.followers.opened(req.ReplicaID)
+	}
 	f := &fetchState{broker: b, r: r, req: req}
 	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
+		r.readBegun = time.Now() // request_timing.go
 		results, _, _ := b.evaluateFetch(req)
 		b.respondFetch(r, req, 0, results)
 		return
@@ -72,6 +77,10 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	f.mu.Lock()
 	f.mu.timer = time.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, f.expire)
 	f.mu.Unlock()
+	if req.ReplicaID >= 0 {
+		r.session.parkedReplicaFetch.Store(f)
+	}
+
 	f.attempt()
 }
 
@@ -99,9 +108,10 @@ func (f *fetchState) attempt() {
 	}
 	f.parkLocked()
 	f.mu.Unlock()
+	readBegin := time.Now()
 	results, total, failed := f.broker.evaluateFetch(f.req)
 	if total >= int64(f.req.MinBytes) || failed || f.broker.closing.Load() {
-		f.finish(results)
+		f.finish(results, readBegin)
 	}
 }
 
@@ -121,18 +131,27 @@ func (f *fetchState) parkLocked() {
 func (f *fetchState) wake() { go f.attempt() }
 
 func (f *fetchState) expire() {
+	f.mu.Lock()
+	done := f.mu.done
+	f.mu.Unlock()
+	if done {
+		return
+	}
+	readBegin := time.Now()
 	results, _, _ := f.broker.evaluateFetch(f.req)
-	f.finish(results)
+	f.finish(results, readBegin)
 }
 
-// finish sends the response once, and unparks the fetch everywhere.
-func (f *fetchState) finish(results []fetchTopicResult) {
+// finish sends the response once, and unparks the fetch everywhere. readBegin is when the read
+// that produced results began.
+func (f *fetchState) finish(results []fetchTopicResult, readBegin time.Time) {
 	f.mu.Lock()
 	if f.mu.done {
 		f.mu.Unlock()
 		return
 	}
 	f.mu.done = true
+	f.r.readBegun = readBegin // request_timing.go
 	f.mu.timer.Stop()
 	waiting := f.mu.waiting
 	f.mu.waiting = nil
@@ -248,6 +267,7 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 // respondFetch frames the response by hand: header and fields in byte chunks, records as file
 // chunks between them.
 func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int16, results []fetchTopicResult) {
+	results = append(results, r.deniedFetch...) // refused by the authorizer (authorize.go)
 	version := req.Version
 	flexible := version >= 12
 	buf := protocol.AppendResponseHeader(make([]byte, 0, 256), r.header)
@@ -297,6 +317,10 @@ func (b *Broker) respondFetch(r *request, req *kmsg.FetchRequest, errorCode int1
 	}
 	if errorCode != 0 {
 		r.failed()
+	}
+	r.markRead() // request_timing.go
+	if req.ReplicaID < 0 {
+		r.noteFetched(results) // request_trace.go
 	}
 	r.send(chunks...)
 }

@@ -43,7 +43,8 @@ func (b *Broker) handleFindCoordinator(r *request, req *kmsg.FindCoordinatorRequ
 		if !ok {
 			return -1, "", -1
 		}
-		return broker.NodeID, broker.Host, broker.Port
+		host, port := b.endpointFor(r, broker)
+		return broker.NodeID, host, port
 	}
 	if req.Version < 4 {
 		resp.ErrorCode, resp.ErrorMessage = find(req.CoordinatorKey)

@@ -32,7 +32,8 @@ func (b *Broker) handleMetadata(r *request, req *kmsg.MetadataRequest) {
 	for _, id := range meta.LiveBrokerIDs() {
 		broker := meta.Brokers[id]
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = broker.NodeID, broker.Host, broker.Port
+		rb.NodeID = broker.NodeID
+		rb.Host, rb.Port = b.endpointFor(r, broker)
 		if broker.Rack != "" {
 			rack := broker.Rack
 			rb.Rack = &rack

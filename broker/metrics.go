@@ -30,6 +30,9 @@ type apiMetrics struct {
 	requests *metrics.Counter
 	errors   *metrics.Counter
 	seconds  *metrics.Histogram
+
+	// sizeBytes is the request frames' size (request_timing.go).
+	sizeBytes *metrics.Histogram
 }
 
 func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
@@ -68,6 +71,7 @@ func (m *brokerMetrics) api(key int16) *apiMetrics {
 		errors:   m.set.NewCounter(fmt.Sprintf(`sluice_request_errors_total{api=%q}`, name)),
 		seconds:  m.set.NewHistogram(fmt.Sprintf(`sluice_request_duration_seconds{api=%q}`, name)),
 	}
+	a.sizeBytes = m.set.NewHistogram(fmt.Sprintf(`sluice_request_size_bytes{api=%q}`, name))
 	m.byAPI[key] = a
 	return a
 }

@@ -98,12 +98,14 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 				continue
 			}
 			result.BaseOffset = appended.BaseOffset
+			r.noteProduced(rt.Topic, rp.Partition, rp.Records) // request_trace.go
 			if req.Acks == -1 {
 				flushes = append(flushes, pendingFlush{partition: p, lastOffset: appended.LastOffset, minInsync: p.state.Load().minInsync, result: result})
 			}
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
+	r.markAppended() // request_timing.go
 	if anyError {
 		r.failed()
 	}
@@ -119,8 +121,10 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 		remaining := len(flushes)
 		answered := false
 		acked := make([]bool, len(flushes))
+		fsyncWatch := b.watchFsync(len(flushes)) // request_timing.go: times the fsync stage
 		finish := func() {
 			answered = true
+			r.markAcked(fsyncWatch)
 			r.respond(resp)
 		}
 		var timer *time.Timer
@@ -141,6 +145,9 @@ func (b *Broker) handleProduce(r *request, req *kmsg.ProduceRequest) {
 			})
 		}
 		for i, f := range flushes {
+			if fsyncWatch != nil {
+				f.partition.log.NotifyFlushed(f.lastOffset, fsyncWatch.flushed)
+			}
 			f.partition.replica.AwaitAcks(f.lastOffset, f.minInsync, func(err error) {
 				mu.Lock()
 				defer mu.Unlock()

@@ -37,6 +37,16 @@ func (b *Broker) proposeISR(ctx context.Context, topic string, partition, leader
 	return nil
 }
 
+// reportUnreachableLeader tells the controller that this broker's fetches get no answer from
+// leader (replication.Config.LeaderUnreachableAfter); the controller may move leadership.
+func (b *Broker) reportUnreachableLeader(leader int32) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := b.coordinator.ReportUnreachableLeader(ctx, b.config.NodeID, leader); err != nil {
+		b.logger.Debug("broker: report unreachable leader", "leader", leader, "err", err)
+	}
+}
+
 // controlledShutdownTimeout bounds how long a stopping broker waits for the controller to move
 // its leaderships away.
 const controlledShutdownTimeout = 5 * time.Second

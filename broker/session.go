@@ -15,6 +15,15 @@ type session struct {
 	conn   *netpoll.Conn
 	// closed is set once the connection closed (queued requests may still run).
 	closed atomic.Bool
+	// auth is the connection's SASL state and principal (session_auth.go).
+	auth sessionAuth
+	// parkedReplicaFetch is a follower's fetch waiting at this leader for data. Responses leave
+	// in request order, so it would hold back every later response on the connection: the next
+	// request answers it first (see replication's fetcher).
+	parkedReplicaFetch atomic.Pointer[fetchState]
+	// follower is the replica id + 1 of the follower fetching on this connection, 0 for clients;
+	// set once, counted in Broker.followers.
+	follower atomic.Int32
 
 	mu struct {
 		sync.Mutex
@@ -31,7 +40,9 @@ type queuedRequest struct {
 
 // Opened implements netpoll.Handler.
 func (b *Broker) Opened(conn *netpoll.Conn) {
-	conn.SetContext(&session{broker: b, conn: conn})
+	s := &session{broker: b, conn: conn}
+	b.initSessionAuth(s)
+	conn.SetContext(s)
 }
 
 // Closed implements netpoll.Handler. Queued requests still run; their responses are dropped.
@@ -39,6 +50,9 @@ func (b *Broker) Opened(conn *netpoll.Conn) {
 func (b *Broker) Closed(conn *netpoll.Conn) {
 	if s, ok := conn.Context().(*session); ok {
 		s.closed.Store(true)
+		if id := s.follower.Load(); id > 0 {
+			b.followers.closed(id - 1)
+		}
 	}
 	b.shares.connectionClosed(conn)
 }
@@ -48,6 +62,7 @@ func (b *Broker) Serve(conn *netpoll.Conn, frame []byte, res *netpoll.Responder)
 	s, ok := conn.Context().(*session)
 	if !ok {
 		s = &session{broker: b, conn: conn}
+		b.initSessionAuth(s)
 		conn.SetContext(s)
 	}
 	s.mu.Lock()
@@ -73,6 +88,9 @@ func (s *session) drain() {
 		s.mu.queue[0] = queuedRequest{}
 		s.mu.queue = s.mu.queue[1:]
 		s.mu.Unlock()
+		if f := s.parkedReplicaFetch.Swap(nil); f != nil {
+			f.expire()
+		}
 		s.broker.handle(s, next)
 	}
 }

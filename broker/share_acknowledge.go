@@ -67,7 +67,8 @@ func (b *Broker) handleShareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRe
 	for id := range leaders {
 		if broker, ok := index.meta.Brokers[id]; ok && id >= 0 {
 			ep := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
-			ep.NodeID, ep.Host, ep.Port = id, broker.Host, broker.Port
+			ep.NodeID = id
+			ep.Host, ep.Port = b.endpointFor(r, broker)
 			resp.NodeEndpoints = append(resp.NodeEndpoints, ep)
 		}
 	}

@@ -388,7 +388,8 @@ func (f *shareFetch) respond() {
 	for id := range leaders {
 		if broker, ok := f.index.meta.Brokers[id]; ok {
 			ep := kmsg.NewShareFetchResponseNodeEndpoint()
-			ep.NodeID, ep.Host, ep.Port = id, broker.Host, broker.Port
+			ep.NodeID = id
+			ep.Host, ep.Port = f.broker.endpointFor(f.r, broker)
 			resp.NodeEndpoints = append(resp.NodeEndpoints, ep)
 		}
 	}

@@ -47,7 +47,11 @@ func (s *markerSender) peers() (*kgo.Client, error) {
 		return s.mu.client, nil
 	}
 	seed := net.JoinHostPort(s.b.advertised.host, strconv.Itoa(int(s.b.advertised.port)))
-	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("sluice-txn-markers"))
+	options := append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.ClientID("sluice-txn-markers")}, s.b.interBrokerKgoOptions()...)
+	if s.b.config.interBrokerSpec().Protocol.TLS() {
+		options = append(options, kgo.DialTLSConfig(s.b.config.InterBrokerTLS.Clone()))
+	}
+	client, err := kgo.NewClient(options...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: marker client: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-mq/sluice/protocol"
 )
 
 // Admin manages topics. Create one with NewAdmin; it shares the Client's connections and holds no
@@ -146,6 +148,9 @@ func (a *Admin) DescribeTopics(ctx context.Context, names ...string) ([]TopicDes
 		if t.Topic == nil {
 			continue
 		}
+		if t.ErrorCode == protocol.TopicAuthorizationFailed.Code {
+			return nil, newKafkaError("metadata", *t.Topic, -1, t.ErrorCode, nil) // it may exist: not ErrUnknownTopic
+		}
 		if t.ErrorCode != 0 {
 			return nil, fmt.Errorf("%w %q: %w", ErrUnknownTopic, *t.Topic, newKafkaError("metadata", *t.Topic, -1, t.ErrorCode, nil))
 		}
@@ -174,6 +179,9 @@ func (a *Admin) DescribeTopics(ctx context.Context, names ...string) ([]TopicDes
 		return nil, err
 	}
 	for _, r := range raw.(*kmsg.DescribeConfigsResponse).Resources {
+		if r.ErrorCode == protocol.TopicAuthorizationFailed.Code {
+			continue // DESCRIBE without DESCRIBE_CONFIGS: the topic without its configs
+		}
 		if err := errorForCode("describe configs", r.ResourceName, -1, r.ErrorCode, r.ErrorMessage); err != nil {
 			return nil, err
 		}

@@ -36,6 +36,7 @@ var clientMaxVersions = map[int16]int16{
 	12: 4,  // Heartbeat
 	13: 5,  // LeaveGroup
 	14: 5,  // SyncGroup
+	17: 1,  // SaslHandshake
 	18: 3,  // ApiVersions
 	19: 7,  // CreateTopics
 	20: 5,  // DeleteTopics (6 names topics by id or name; 5 is enough)
@@ -44,8 +45,14 @@ var clientMaxVersions = map[int16]int16{
 	25: 3,  // AddOffsetsToTxn
 	26: 3,  // EndTxn (5 is transaction.version 2's)
 	28: 3,  // TxnOffsetCommit (3 carries the member and generation)
+	29: 3,  // DescribeAcls
+	30: 3,  // CreateAcls
+	31: 3,  // DeleteAcls
 	32: 4,  // DescribeConfigs
+	36: 1,  // SaslAuthenticate
 	44: 1,  // IncrementalAlterConfigs
+	50: 0,  // DescribeUserScramCredentials
+	51: 0,  // AlterUserScramCredentials
 	68: 1,  // ConsumerGroupHeartbeat (v1: the member chooses its id)
 	76: 1,  // ShareGroupHeartbeat
 	77: 1,  // ShareGroupDescribe
@@ -109,6 +116,9 @@ func dialBroker(ctx context.Context, cfg *clientConfig, nodeID int32, address st
 	if tcp, ok := netConn.(*net.TCPConn); ok {
 		tcp.SetNoDelay(true)
 	}
+	if netConn, err = startTLS(ctx, cfg, address, netConn); err != nil {
+		return nil, networkError(address, err)
+	}
 	clientID := cfg.clientID
 	c := &brokerConn{
 		nodeID:     nodeID,
@@ -127,6 +137,10 @@ func dialBroker(ctx context.Context, cfg *clientConfig, nodeID int32, address st
 	c.versions[protocol.ApiVersionsKey] = clientMaxVersions[protocol.ApiVersionsKey]
 	go c.readLoop()
 	if err := c.negotiate(ctx); err != nil {
+		c.close(err)
+		return nil, err
+	}
+	if err := c.authenticate(ctx, cfg.sasl); err != nil { // sasl.go
 		c.close(err)
 		return nil, err
 	}

@@ -42,6 +42,8 @@ type Consumer struct {
 	client  *Client
 	cfg     consumerConfig
 	decoder *decompressor
+	// unsubscribe ends the metadata refresh wake-ups (Close).
+	unsubscribe func()
 
 	mu struct {
 		sync.Mutex
@@ -93,7 +95,7 @@ func NewConsumer(c *Client, opts ...ConsumerOption) (*Consumer, error) {
 	}
 	consumer.mu.partitions = make(map[TopicPartition]*consumerPartition)
 	consumer.mu.busyLeaders = make(map[int32]bool)
-	c.metadata.subscribe(consumer.wake)
+	consumer.unsubscribe = c.metadata.subscribe(consumer.wake)
 	consumer.workers.Add(1)
 	go func() {
 		defer consumer.workers.Done()
@@ -275,6 +277,7 @@ func (c *Consumer) Close() error {
 	c.mu.closed = true
 	c.mu.Unlock()
 	close(c.stop)
+	c.unsubscribe()
 	c.workers.Wait()
 	c.decoder.close()
 	select {

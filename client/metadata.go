@@ -41,7 +41,8 @@ type metadataCache struct {
 		topics     map[string]*topicInfo
 		inUse      map[string]struct{} // topics refreshed in the background
 		controller int32
-		listeners  []func() // called after each background refresh
+		listeners  map[uint64]func() // called after each background refresh, by subscription
+		nextID     uint64
 	}
 	kick chan struct{} // capacity 1: a pending refresh request
 }
@@ -68,11 +69,21 @@ func (m *metadataCache) use(topic string) {
 	m.mu.Unlock()
 }
 
-// subscribe registers fn to run after every background refresh.
-func (m *metadataCache) subscribe(fn func()) {
+// subscribe registers fn to run after every background refresh, until the returned cancel runs.
+func (m *metadataCache) subscribe(fn func()) (cancel func()) {
 	m.mu.Lock()
-	m.mu.listeners = append(m.mu.listeners, fn)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if m.mu.listeners == nil {
+		m.mu.listeners = map[uint64]func(){}
+	}
+	m.mu.nextID++
+	id := m.mu.nextID
+	m.mu.listeners[id] = fn
+	return func() {
+		m.mu.Lock()
+		delete(m.mu.listeners, id)
+		m.mu.Unlock()
+	}
 }
 
 // requestRefresh asks the background loop for a refresh soon; it never blocks.
@@ -116,7 +127,10 @@ func (m *metadataCache) run(stop <-chan struct{}) {
 		}
 		cancel()
 		m.mu.Lock()
-		listeners := append([]func(){}, m.mu.listeners...)
+		listeners := make([]func(), 0, len(m.mu.listeners))
+		for _, fn := range m.mu.listeners {
+			listeners = append(listeners, fn)
+		}
 		m.mu.Unlock()
 		for _, fn := range listeners {
 			fn()
@@ -207,6 +221,9 @@ func (m *metadataCache) topic(ctx context.Context, topic string) (*topicInfo, er
 			if t.Topic != nil && *t.Topic == topic {
 				code = t.ErrorCode
 			}
+		}
+		if code == protocol.TopicAuthorizationFailed.Code {
+			return nil, newKafkaError("metadata", topic, -1, code, nil) // it may exist: not ErrUnknownTopic
 		}
 		if code != 0 && !protocol.ErrorCodeOf(code).Retriable {
 			return nil, fmt.Errorf("%w %q: %w", ErrUnknownTopic, topic, newKafkaError("metadata", topic, -1, code, nil))

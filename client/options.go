@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"math"
 	"time"
 )
@@ -19,6 +20,8 @@ type clientConfig struct {
 	requestTimeout         time.Duration
 	metadataMaxAge         time.Duration
 	allowAutoTopicCreation bool
+	tls                    *tls.Config // nil: plaintext (tls.go)
+	sasl                   *saslConfig // WithSASL (sasl.go)
 }
 
 func defaultClientConfig() clientConfig {

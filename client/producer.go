@@ -21,7 +21,9 @@ type Producer struct {
 	client   *Client
 	cfg      producerConfig
 	buffered *bufferAccount
-	encoder  *zstd.Encoder // nil unless compressing with zstd
+	// unsubscribe ends the metadata refresh wake-ups (Close).
+	unsubscribe func()
+	encoder     *zstd.Encoder // nil unless compressing with zstd
 
 	topics sync.Map // topic name -> *producerTopic
 
@@ -107,7 +109,7 @@ func NewProducer(ctx context.Context, c *Client, opts ...ProducerOption) (*Produ
 	} else if cfg.idempotence == IdempotenceRequired {
 		return nil, errors.New("client: idempotence requires acks=all")
 	}
-	c.metadata.subscribe(p.wakeSender)
+	p.unsubscribe = c.metadata.subscribe(p.wakeSender)
 	p.workers.Add(1)
 	go func() {
 		defer p.workers.Done()
@@ -311,6 +313,7 @@ func (p *Producer) Close(ctx context.Context) error {
 
 	flushErr := p.Flush(ctx)
 	close(p.stop)
+	p.unsubscribe()
 	p.workers.Wait()
 	undelivered := 0
 	if flushErr != nil {

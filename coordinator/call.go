@@ -31,6 +31,10 @@ const (
 	opWriteGroupState        operation = "write-group-state"
 	opAlterGroupConfigs      operation = "alter-group-configs"
 	opWriteTransactions      operation = "write-transactions"
+	opReportUnreachable      operation = "report-unreachable-leader"
+	opCreateACLs             operation = "create-acls"
+	opDeleteACLs             operation = "delete-acls"
+	opAlterScramCredentials  operation = "alter-scram-credentials"
 	opResignLeader           operation = "resign-leader"
 )
 
@@ -70,6 +74,8 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.readIndex)
 	case opHeartbeat:
 		return serve(ctx, args, c.heartbeat)
+	case opReportUnreachable:
+		return serve(ctx, args, c.unreachableLeaderReported)
 	case opAlterPartition:
 		return serve(ctx, args, c.alterPartition)
 	case opShutdownBroker:
@@ -82,6 +88,12 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.alterGroupConfigs)
 	case opWriteTransactions:
 		return serve(ctx, args, c.writeTransactions)
+	case opCreateACLs:
+		return serve(ctx, args, c.createACLs)
+	case opDeleteACLs:
+		return serve(ctx, args, c.deleteACLs)
+	case opAlterScramCredentials:
+		return serve(ctx, args, c.alterScramCredentials)
 	case opResignLeader:
 		return serve(ctx, args, c.resignLeader)
 	default:

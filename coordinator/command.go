@@ -40,8 +40,14 @@ const (
 	commandElectPreferred commandType = 18
 	// Transaction coordinator state (transactions.go).
 	commandWriteTransactions commandType = 19
+	// Leaders their followers cannot reach (unreachable_leader.go).
+	commandDemoteUnreachable commandType = 23
+	// Security: ACLs and SCRAM credentials (security_commands.go).
+	commandCreateACLs            commandType = 20
+	commandDeleteACLs            commandType = 21
+	commandAlterScramCredentials commandType = 22
 	// A leader with a damaged log hands leadership off (leadership_resign.go).
-	commandResignLeader commandType = 20
+	commandResignLeader commandType = 24
 )
 
 func (t commandType) String() string {
@@ -84,6 +90,14 @@ func (t commandType) String() string {
 		return "elect-preferred"
 	case commandWriteTransactions:
 		return "write-transactions"
+	case commandDemoteUnreachable:
+		return "demote-unreachable"
+	case commandCreateACLs:
+		return "create-acls"
+	case commandDeleteACLs:
+		return "delete-acls"
+	case commandAlterScramCredentials:
+		return "alter-scram-credentials"
 	case commandResignLeader:
 		return "resign-leader"
 	default:
@@ -123,7 +137,9 @@ type applyResult struct {
 	producerIDs ProducerIDBlock
 	// transactions is write-transactions' answer.
 	transactions TransactionWriteResult
-	err          error
+	// security is a security command's answer (security_commands.go).
+	security securityResult
+	err      error
 }
 
 // encodeCommand lays out a command as
@@ -190,6 +206,14 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &electPreferredCommand{}
 	case commandWriteTransactions:
 		c = &writeTransactionsCommand{}
+	case commandDemoteUnreachable:
+		c = &demoteUnreachableCommand{}
+	case commandCreateACLs:
+		c = &createACLsCommand{}
+	case commandDeleteACLs:
+		c = &deleteACLsCommand{}
+	case commandAlterScramCredentials:
+		c = &alterScramCredentialsCommand{}
 	case commandResignLeader:
 		c = &resignLeaderCommand{}
 	default:

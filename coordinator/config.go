@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"crypto/tls"
 	"github.com/VictoriaMetrics/metrics"
 
 	"fmt"
@@ -50,6 +51,13 @@ type Config struct {
 	// of a new one bound to RaftAddress (tests bind their ports before
 	// choosing the voter set). The Coordinator closes it.
 	Listener net.Listener
+
+	// RaftTLS, when not nil, wraps every connection accepted on the Raft port
+	// (Raft RPCs and forwarded calls such as broker heartbeats) in TLS, and
+	// RaftDialTLS every connection this node opens to another's Raft port;
+	// both or neither (see stream_layer.go).
+	RaftTLS     *tls.Config
+	RaftDialTLS *tls.Config
 
 	// Logger receives Raft's and the Coordinator's log lines. Nil discards
 	// them.

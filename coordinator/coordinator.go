@@ -122,6 +122,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	c.closing, c.cancelClosing = context.WithCancel(context.Background())
 	c.metrics = newCoordinatorMetrics(cfg.Metrics, c)
 	c.forwarder = newForwardClient(forwardDialTimeout)
+	c.forwarder.dialTLS = cfg.RaftDialTLS
 	c.served.counts = map[operation]int64{}
 	c.fsm = newFSM(c.view.setState, logger)
 
@@ -173,7 +174,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 			return nil, fmt.Errorf("coordinator: raft transport on %s: %w", cfg.RaftAddress, err)
 		}
 	}
-	if c.stream, err = newStreamLayer(listener, advertise, c.serveForwarding); err != nil {
+	if c.stream, err = newStreamLayer(listener, advertise, c.serveForwarding, cfg.RaftTLS, cfg.RaftDialTLS); err != nil {
 		listener.Close()
 		return nil, err
 	}

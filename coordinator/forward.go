@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -161,6 +162,7 @@ func (c *Coordinator) servedCalls(op operation) int64 {
 // forwardClient keeps idle forwarding connections per address.
 type forwardClient struct {
 	dialTimeout time.Duration
+	dialTLS     *tls.Config // nil: plaintext
 	mu          struct {
 		sync.Mutex
 		idle   map[string][]net.Conn
@@ -241,7 +243,7 @@ func (f *forwardClient) take(ctx context.Context, address string) (conn net.Conn
 		return conn, true, nil
 	}
 	f.mu.Unlock()
-	conn, err = dialTagged(ctx, address, f.dialTimeout, connectionForward)
+	conn, err = dialTagged(ctx, address, f.dialTimeout, f.dialTLS, connectionForward)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, false, fmt.Errorf("%w: dial controller at %s: %w", ErrTimeout, address, ctxErr)

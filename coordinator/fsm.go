@@ -35,6 +35,9 @@ type fsm struct {
 	// transactions is the transaction coordinator's state (transactions.go); written only by the
 	// Raft FSM goroutine, read by anyone.
 	transactions atomic.Pointer[Transactions]
+	// security is the ACLs and SCRAM credentials (security.go); written only by the Raft FSM
+	// goroutine, read by anyone.
+	security atomic.Pointer[Security]
 	// applied is the Raft index of the last entry applied (or of the
 	// snapshot restored); written only by the Raft FSM goroutine.
 	// Invariant: it never decreases on a running node except through
@@ -95,6 +98,7 @@ func newFSM(publish func(*Metadata), logger *slog.Logger) *fsm {
 	f.offsets.Store(emptyOffsets())
 	f.groupState.Store(emptyGroupState())
 	f.transactions.Store(emptyTransactions())
+	f.security.Store(emptySecurity())
 	return f
 }
 
@@ -115,6 +119,14 @@ func (f *fsm) Apply(entry *raft.Log) any {
 	if pc, ok := c.(producerIDsCommand); ok {
 		next, result := pc.applyProducerIDs(f.nextProducerID.Load())
 		f.nextProducerID.Store(next)
+		return result
+	}
+	if sc, ok := c.(securityCommand); ok {
+		next, result := sc.applySecurity(f.security.Load())
+		if next != nil {
+			next.Index = entry.Index
+			f.security.Store(next)
+		}
 		return result
 	}
 	if tc, ok := c.(*writeTransactionsCommand); ok {
@@ -161,9 +173,9 @@ func (f *fsm) Apply(entry *raft.Log) any {
 // snapshotFormat is the version of the snapshot layout below. Format 2 added Offsets and
 // OffsetsIndex, format 3 NextProducerID, format 4 GroupState, format 5 AppliedIndex and the
 // brokers' Fenced and the partitions' PartitionEpoch fields (which older versions would silently
-// drop), format 6 Transactions; formats 1 (no offsets), 2 (no producer ids: none had been
-// reserved), 3, 4 and 5 (no transactions) are still read.
-const snapshotFormat = 6
+// drop), format 6 Transactions, format 7 Security; formats 1 (no offsets), 2 (no producer ids: none
+// had been reserved), 3, 4, 5 (no transactions) and 6 (no ACLs or credentials) are still read.
+const snapshotFormat = 7
 
 // snapshotFile is the JSON document a snapshot holds. Brokers and topics are
 // sorted so equal states produce equal bytes.
@@ -185,13 +197,16 @@ type snapshotFile struct {
 	AppliedIndex uint64 `json:"appliedIndex,omitempty"`
 	// Transactions holds the transaction coordinator's state (format 6).
 	Transactions *transactionsFile `json:"transactions,omitempty"`
+	// Security holds the ACLs and SCRAM credentials (format 7).
+	Security *securityFile `json:"security,omitempty"`
 }
 
 // Snapshot captures the current state. States are immutable, so capturing
 // is taking the pointer.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{state: f.state.Load(), offsets: f.offsets.Load(), nextProducerID: f.nextProducerID.Load(),
-		groupState: f.groupState.Load(), applied: f.applied.Load(), transactions: f.transactions.Load()}, nil
+		groupState: f.groupState.Load(), applied: f.applied.Load(), transactions: f.transactions.Load(),
+		security: f.security.Load()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -229,13 +244,18 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	if file.Transactions != nil {
 		transactions = file.Transactions.state()
 	}
+	security := emptySecurity()
+	if file.Security != nil {
+		security = file.Security.state()
+	}
+	f.security.Store(security)
 	f.transactions.Store(transactions)
 	f.groupState.Store(groupState)
 	f.state.Store(state)
 	f.offsets.Store(offsets)
 	f.nextProducerID.Store(file.NextProducerID)
 	f.publish(state)
-	f.setApplied(max(file.AppliedIndex, file.Version, file.OffsetsIndex, transactions.Index))
+	f.setApplied(max(file.AppliedIndex, file.Version, file.OffsetsIndex, transactions.Index, security.Index))
 	return nil
 }
 
@@ -246,6 +266,7 @@ type fsmSnapshot struct {
 	groupState     *GroupState
 	applied        uint64
 	transactions   *Transactions
+	security       *Security
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -264,6 +285,10 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if s.transactions.Index > 0 {
 		transactions := s.transactions.file()
 		file.Transactions = &transactions
+	}
+	if s.security.Index > 0 {
+		security := s.security.file()
+		file.Security = &security
 	}
 	if s.groupState.Index > 0 {
 		groupState := s.groupState.file()

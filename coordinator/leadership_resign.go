@@ -1,6 +1,6 @@
 package coordinator
 
-// resign-leader (20): a partition leader that cannot serve its own log (damaged data a follower
+// resign-leader (24): a partition leader that cannot serve its own log (damaged data a follower
 // needs) hands leadership to another live in-sync replica and leaves the ISR, so that it fetches
 // the damaged range again from an intact copy before it counts as in sync. Kafka reaches the same
 // end by taking a replica whose log directory fails offline.

@@ -11,6 +11,10 @@ type Broker struct {
 	Host   string `json:"host"`
 	Port   int32  `json:"port"`
 	Rack   string `json:"rack,omitempty"`
+	// Endpoints are the broker's advertised address on each of its named listeners, written
+	// "NAME://host:port,..." (Host and Port are the inter-broker listener's). Empty for brokers
+	// registered before listeners had names: Host and Port serve every listener then.
+	Endpoints string `json:"endpoints,omitempty"`
 	// Fenced brokers missed their session (or shut down): they lead nothing and are in no ISR
 	// that has another member, and Metadata answers leave them out.
 	Fenced bool `json:"fenced,omitempty"`

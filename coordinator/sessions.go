@@ -18,6 +18,9 @@ type liveness struct {
 	mu sync.Mutex
 	// lastSeen is nil while this node is not the controller.
 	lastSeen map[int32]time.Time
+	// unreachable holds followers' recent reports of leaders they cannot reach
+	// (unreachable_leader.go), on the controller.
+	unreachable map[UnreachableReport]time.Time
 }
 
 // session is this node's heartbeat loop.

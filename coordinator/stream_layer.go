@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -23,6 +24,14 @@ const (
 	connectionForward byte = 'F'
 )
 
+// TLS: with a server config, every accepted connection is a TLS session
+// (tls.NewListener: the handshake runs on the connection's routing goroutine
+// under tagTimeout, so a peer that never completes it holds nothing for
+// longer), and with a dial config every connection this node opens is one
+// (tls.Dialer, the handshake bounded by the dial timeout). The tag byte is
+// the first byte inside the session. Connections here are one goroutine
+// each (Raft's transport is built that way), so plain crypto/tls serves.
+
 // tagTimeout bounds how long an accepted connection may take to send its
 // tag byte.
 const tagTimeout = 10 * time.Second
@@ -34,6 +43,7 @@ const tagTimeout = 10 * time.Second
 type streamLayer struct {
 	listener  net.Listener
 	advertise net.Addr
+	dialTLS   *tls.Config // nil: plaintext dials
 	// serve handles one forwarding connection until it ends or ctx is
 	// cancelled; it must not close conn.
 	serve func(ctx context.Context, conn net.Conn)
@@ -72,9 +82,15 @@ var _ raft.StreamLayer = (*streamLayer)(nil)
 
 // newStreamLayer starts accepting on listener. advertise (nil for the bound
 // address) is what Addr reports; it must not be a wildcard address.
-func newStreamLayer(listener net.Listener, advertise net.Addr, serve func(context.Context, net.Conn)) (*streamLayer, error) {
+func newStreamLayer(listener net.Listener, advertise net.Addr, serve func(context.Context, net.Conn), serverTLS, dialTLS *tls.Config) (*streamLayer, error) {
 	if advertise == nil {
 		advertise = listener.Addr()
+	}
+	if (serverTLS == nil) != (dialTLS == nil) {
+		return nil, fmt.Errorf("coordinator: raft TLS needs both a server and a dial config, or neither")
+	}
+	if serverTLS != nil {
+		listener = tls.NewListener(listener, serverTLS)
 	}
 	if tcp, ok := advertise.(*net.TCPAddr); !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
 		return nil, fmt.Errorf("coordinator: raft address %v is not an address other nodes can dial; set the advertise address", advertise)
@@ -82,6 +98,7 @@ func newStreamLayer(listener net.Listener, advertise net.Addr, serve func(contex
 	s := &streamLayer{
 		listener:        listener,
 		advertise:       advertise,
+		dialTLS:         dialTLS,
 		serve:           serve,
 		raftConnections: make(chan net.Conn),
 	}
@@ -193,13 +210,21 @@ func (s *streamLayer) Addr() net.Addr { return s.advertise }
 
 // Dial opens a Raft connection to address.
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialTagged(context.Background(), string(address), timeout, connectionRaft)
+	return dialTagged(context.Background(), string(address), timeout, s.dialTLS, connectionRaft)
 }
 
-// dialTagged connects to a Raft port and writes the connection's tag.
-func dialTagged(ctx context.Context, address string, timeout time.Duration, tag byte) (net.Conn, error) {
-	dialer := net.Dialer{Timeout: timeout}
-	conn, err := dialer.DialContext(ctx, "tcp", address)
+// dialTagged connects to a Raft port (through TLS when tlsConfig is not nil)
+// and writes the connection's tag.
+func dialTagged(ctx context.Context, address string, timeout time.Duration, tlsConfig *tls.Config, tag byte) (net.Conn, error) {
+	var conn net.Conn
+	var err error
+	if tlsConfig != nil {
+		dialer := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: tlsConfig}
+		conn, err = dialer.DialContext(ctx, "tcp", address)
+	} else {
+		dialer := net.Dialer{Timeout: timeout}
+		conn, err = dialer.DialContext(ctx, "tcp", address)
+	}
 	if err != nil {
 		return nil, err
 	}

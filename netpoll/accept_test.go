@@ -154,7 +154,7 @@ func TestBrokenListenerMarksServerFailed(t *testing.T) {
 	}
 	// Shut the listening socket down underneath the accept loop (as a kernel or operator fault
 	// would): accept now fails with EINVAL on every call.
-	raw, err := server.acceptor.listener.SyscallConn()
+	raw, err := server.acceptors[0].socket.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -27,15 +28,23 @@ import (
 //     marked failed (Server.Failed) and the loop ends; the process should exit.
 //
 // Back-off doubles from minAcceptBackoff to maxAcceptBackoff and resets on the next accepted
-// connection. One goroutine, owned by the Server: stop closes the listener and waits for it.
+// connection. One goroutine per listener, owned by the Server, plus on TLS listeners the
+// handshake goroutines it starts (tls.go): stop closes the listener, cancels the handshakes and
+// waits for all of them.
 type acceptor struct {
 	server   *Server
-	listener *net.TCPListener
+	listener *boundListener
+	socket   *net.TCPListener
 	// spare is a descriptor on /dev/null held in reserve for shedding, -1 when none could be
 	// opened. Touched only by the accept goroutine once it runs.
 	spare    int
 	stopping chan struct{}
 	done     chan struct{}
+	// handshakeContext ends when stop is called; handshakes counts the TLS handshake
+	// goroutines, which stop waits for.
+	handshakeContext context.Context
+	cancelHandshakes context.CancelFunc
+	handshakes       sync.WaitGroup
 }
 
 const (
@@ -55,14 +64,17 @@ func listenTCP(address string) (*net.TCPListener, error) {
 	return listener.(*net.TCPListener), nil
 }
 
-func newAcceptor(server *Server, listener *net.TCPListener) *acceptor {
-	return &acceptor{
+func newAcceptor(server *Server, listener *boundListener, socket *net.TCPListener) *acceptor {
+	a := &acceptor{
 		server:   server,
 		listener: listener,
+		socket:   socket,
 		spare:    openSpare(),
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	a.handshakeContext, a.cancelHandshakes = context.WithCancel(context.Background())
+	return a
 }
 
 func openSpare() int {
@@ -90,8 +102,10 @@ func (a *acceptor) stop() {
 	default:
 		close(a.stopping)
 	}
-	_ = a.listener.Close()
+	_ = a.socket.Close()
+	a.cancelHandshakes()
 	<-a.done
+	a.handshakes.Wait()
 }
 
 func (a *acceptor) stopped() bool {
@@ -109,9 +123,16 @@ func (a *acceptor) run() {
 	s := a.server
 	var backoff time.Duration
 	for {
-		conn, err := a.listener.AcceptTCP()
+		conn, err := a.socket.AcceptTCP()
+		if err == nil && a.listener.config.isTLS() {
+			if !a.startHandshake(conn) {
+				return
+			}
+			backoff = 0
+			continue
+		}
 		if err == nil {
-			if a.register(conn) {
+			if a.register(conn, &pendingConn{listener: a.listener}) {
 				backoff = 0
 				continue
 			}
@@ -130,13 +151,13 @@ func (a *acceptor) run() {
 			shed := a.shed()
 			s.metrics.evicted(evictFileDescriptors).Add(shed)
 			s.acceptLog.Error("netpoll: out of file descriptors: closing connections that cannot be accepted",
-				"listen", s.address, "shed", shed, "err", err)
+				"listen", a.listener.address, "shed", shed, "err", err)
 		case errors.Is(err, net.ErrClosed), errors.Is(err, unix.EBADF), errors.Is(err, unix.EINVAL),
 			errors.Is(err, unix.ENOTSOCK), errors.Is(err, unix.EOPNOTSUPP):
-			s.fail(fmt.Errorf("netpoll: listener on %s failed: %w", s.address, err))
+			s.fail(fmt.Errorf("netpoll: listener %s on %s failed: %w", a.listener.config.Name, a.listener.address, err))
 			return
 		default:
-			s.acceptLog.Error("netpoll: accept failed; retrying", "listen", s.address, "err", err)
+			s.acceptLog.Error("netpoll: accept failed; retrying", "listen", a.listener.address, "err", err)
 		}
 		backoff = min(max(2*backoff, minAcceptBackoff), maxAcceptBackoff)
 		if !a.sleep(backoff) {
@@ -167,7 +188,7 @@ func (a *acceptor) shed() int {
 	_ = unix.Close(a.spare)
 	a.spare = -1
 	shed := 0
-	raw, err := a.listener.SyscallConn()
+	raw, err := a.socket.SyscallConn()
 	if err == nil {
 		_ = raw.Control(func(listenerDescriptor uintptr) {
 			for shed < maxShedPerPass {
@@ -188,10 +209,30 @@ func (a *acceptor) shed() int {
 	return shed
 }
 
-// register hands conn to an event loop and waits until the loop has opened it, so the
-// connection count is exact for the next accept and no registration is left in flight when
-// the loop is stopped. It reports false when descriptors ran out.
-func (a *acceptor) register(conn *net.TCPConn) bool {
+// startHandshake runs conn's TLS handshake on a goroutine once a handshake slot is free. It
+// reports false when the acceptor stopped while waiting for a slot.
+func (a *acceptor) startHandshake(conn *net.TCPConn) bool {
+	s := a.server
+	if a.overConnectionLimit(conn) {
+		return true // no handshake for a connection that would be refused anyway
+	}
+	select {
+	case s.handshakeSlots <- struct{}{}:
+	case <-a.stopping:
+		_ = conn.Close()
+		return false
+	}
+	a.handshakes.Add(1)
+	go func() {
+		defer a.handshakes.Done()
+		defer func() { <-s.handshakeSlots }()
+		a.handshake(a.handshakeContext, conn)
+	}()
+	return true
+}
+
+// overConnectionLimit closes conn and reports true when MaxConnections are open.
+func (a *acceptor) overConnectionLimit(conn *net.TCPConn) bool {
 	s := a.server
 	if limit := s.config.MaxConnections; limit > 0 && s.openConnections.Load() >= int64(limit) {
 		s.metrics.evicted(evictMaxConnections).Inc() // counted before the client can see it
@@ -200,7 +241,18 @@ func (a *acceptor) register(conn *net.TCPConn) bool {
 			"remote", conn.RemoteAddr(), "maxConnections", limit)
 		return true
 	}
-	results, err := s.engine.Register(gnet.NewNetConnContext(context.Background(), conn))
+	return false
+}
+
+// register hands conn to an event loop and waits until the loop has opened it, so the
+// connection count is exact for the next accept and no registration is left in flight when
+// the loop is stopped. It reports false when descriptors ran out.
+func (a *acceptor) register(conn *net.TCPConn, pending *pendingConn) bool {
+	s := a.server
+	if a.overConnectionLimit(conn) {
+		return true
+	}
+	results, err := s.engine.Register(gnet.NewNetConnContext(gnet.NewContext(context.Background(), pending), conn))
 	if err != nil {
 		_ = conn.Close()
 		s.acceptLog.Warn("netpoll: cannot hand connection to an event loop", "remote", conn.RemoteAddr(), "err", err)
@@ -218,7 +270,7 @@ func (a *acceptor) register(conn *net.TCPConn) bool {
 	case errors.Is(result.Err, unix.EMFILE), errors.Is(result.Err, unix.ENFILE):
 		s.metrics.evicted(evictFileDescriptors).Inc()
 		s.acceptLog.Error("netpoll: out of file descriptors: closing connections that cannot be accepted",
-			"listen", s.address, "remote", conn.RemoteAddr(), "err", result.Err)
+			"listen", a.listener.address, "remote", conn.RemoteAddr(), "err", result.Err)
 		return false
 	default:
 		s.acceptLog.Warn("netpoll: cannot hand connection to an event loop", "remote", conn.RemoteAddr(), "err", result.Err)

@@ -128,14 +128,14 @@ func (c *Conn) partialFrame() bool {
 	if c.loop.assembling != nil {
 		return c.loop.assembled < len(c.loop.assembling)
 	}
-	buffered := c.gnetConn.InboundBuffered()
+	buffered := c.in.InboundBuffered()
 	if buffered == 0 {
 		return false
 	}
 	if buffered < frameHeaderBytes {
 		return true
 	}
-	header, err := c.gnetConn.Peek(frameHeaderBytes)
+	header, err := c.in.Peek(frameHeaderBytes)
 	if err != nil {
 		return false
 	}

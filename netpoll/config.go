@@ -1,6 +1,7 @@
 package netpoll
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,9 +14,19 @@ import (
 
 // Config configures a Server. Start from DefaultConfig and override fields.
 type Config struct {
-	// Address is the TCP address to listen on, "host:port". Port 0 picks an ephemeral port;
-	// Server.Addr reports the one chosen.
+	// Address is the TCP address to listen on, "host:port", when Listeners is empty: one
+	// plaintext listener named PLAINTEXT. Port 0 picks an ephemeral port; Server.Addr reports
+	// the one chosen.
 	Address string
+
+	// Listeners are the sockets to serve, each with its name and security protocol; they share
+	// the event loops and every bound below. Empty means one PLAINTEXT listener on Address.
+	Listeners []ListenerConfig
+
+	// HandshakeTimeout bounds a TLS handshake; MaxConcurrentHandshakes bounds how many run at
+	// once over all TLS listeners (each on a goroutine of its own, see tls.go).
+	HandshakeTimeout        time.Duration
+	MaxConcurrentHandshakes int
 
 	// EventLoops is the number of gnet event loops serving connections. 0 means GOMAXPROCS.
 	EventLoops int
@@ -75,6 +86,34 @@ type Config struct {
 	Metrics *metrics.Set
 }
 
+// ListenerConfig is one listening socket.
+type ListenerConfig struct {
+	// Name identifies the listener to the handler (Conn.Listener), e.g. CLIENT or INTERNAL.
+	Name string
+	// SecurityProtocol is Kafka's name for the listener's protocol: PLAINTEXT, SSL,
+	// SASL_PLAINTEXT or SASL_SSL. netpoll only acts on whether it is TLS (SSL, SASL_SSL);
+	// SASL is the handler's business.
+	SecurityProtocol string
+	// Address is "host:port"; port 0 picks an ephemeral port.
+	Address string
+	// TLS is the server configuration for SSL and SASL_SSL listeners (nil for the others). Its
+	// MinVersion must be at least TLS 1.2.
+	TLS *tls.Config
+}
+
+// isTLS reports whether the protocol wraps connections in TLS.
+func (l ListenerConfig) isTLS() bool {
+	return l.SecurityProtocol == "SSL" || l.SecurityProtocol == "SASL_SSL"
+}
+
+// listeners is Listeners, or the single listener Address stands for.
+func (c Config) listeners() []ListenerConfig {
+	if len(c.Listeners) > 0 {
+		return c.Listeners
+	}
+	return []ListenerConfig{{Name: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Address: c.Address}}
+}
+
 // DefaultConfig returns the configuration sluice runs with unless told otherwise.
 func DefaultConfig() Config {
 	return Config{
@@ -89,6 +128,8 @@ func DefaultConfig() Config {
 		MaxBufferedOutputBytes:   256 << 20,
 		ConnectionsMaxIdle:       10 * time.Minute,
 		RequestReceiveTimeout:    time.Minute,
+		HandshakeTimeout:         10 * time.Second,
+		MaxConcurrentHandshakes:  64,
 		Logger:                   slog.Default(),
 	}
 }
@@ -101,8 +142,35 @@ func (c Config) Validate() error {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
-	if _, _, err := net.SplitHostPort(c.Address); err != nil {
-		return invalid("address %q: %v", c.Address, err)
+	names := map[string]bool{}
+	for _, listener := range c.listeners() {
+		if _, _, err := net.SplitHostPort(listener.Address); err != nil {
+			return invalid("listener %s address %q: %v", listener.Name, listener.Address, err)
+		}
+		if listener.Name == "" || names[listener.Name] {
+			return invalid("listener name %q empty or given twice", listener.Name)
+		}
+		names[listener.Name] = true
+		switch listener.SecurityProtocol {
+		case "PLAINTEXT", "SASL_PLAINTEXT":
+			if listener.TLS != nil {
+				return invalid("listener %s is %s but has a TLS config", listener.Name, listener.SecurityProtocol)
+			}
+		case "SSL", "SASL_SSL":
+			if listener.TLS == nil {
+				return invalid("listener %s is %s and needs a TLS config", listener.Name, listener.SecurityProtocol)
+			}
+			if listener.TLS.MinVersion < tls.VersionTLS12 {
+				return invalid("listener %s allows TLS versions below 1.2", listener.Name)
+			}
+		default:
+			return invalid("listener %s security protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+				listener.Name, listener.SecurityProtocol)
+		}
+	}
+	if c.HandshakeTimeout <= 0 || c.MaxConcurrentHandshakes <= 0 {
+		return invalid("handshake timeout %v and max concurrent handshakes %d must be positive",
+			c.HandshakeTimeout, c.MaxConcurrentHandshakes)
 	}
 	switch {
 	case c.MaxConnections < 0:

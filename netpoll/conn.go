@@ -2,6 +2,8 @@ package netpoll
 
 import (
 	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 
@@ -11,11 +13,19 @@ import (
 // frameHeaderBytes is the size of the Kafka frame prefix: a big-endian int32 byte count.
 const frameHeaderBytes = 4
 
-// Conn is one client connection. RemoteAddr, LocalAddr, ID, Context, SetContext and Close are
-// safe from any goroutine.
+// Conn is one client connection. RemoteAddr, LocalAddr, ID, Listener, TLSPeerPrincipal, Context,
+// SetContext and Close are safe from any goroutine.
 type Conn struct {
-	server     *Server
-	gnetConn   gnet.Conn
+	server   *Server
+	gnetConn gnet.Conn
+	listener *boundListener
+	// principal is "User:" and the verified client certificate's subject; empty without one.
+	principal string
+	// in is where frames are cut from: gnetConn, or tls.plaintext on TLS connections.
+	in inboundBuffer
+	// tls is nil on plaintext connections; event loop only.
+	tls *tlsState
+
 	id         uint64
 	remoteAddr net.Addr
 	localAddr  net.Addr
@@ -99,6 +109,18 @@ type connLoopState struct {
 // ID is unique among the server's connections for the server's lifetime.
 func (c *Conn) ID() uint64 { return c.id }
 
+// Listener names the listener the connection came in on and its security protocol
+// (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL).
+func (c *Conn) Listener() (name string, protocol string) {
+	return c.listener.config.Name, c.listener.config.SecurityProtocol
+}
+
+// TLSPeerPrincipal is Kafka's principal for the client certificate verified in the TLS
+// handshake: "User:" and the certificate's subject distinguished name in RFC 2253 form, as
+// Kafka writes it ("User:CN=alice,OU=eng,O=example"). Empty on plaintext connections and when
+// the client sent no certificate.
+func (c *Conn) TLSPeerPrincipal() string { return c.principal }
+
 // RemoteAddr is the client's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.remoteAddr }
 
@@ -138,7 +160,16 @@ func (c *Conn) process() gnet.Action {
 	if state.closed {
 		return gnet.None
 	}
-	if buffered := c.gnetConn.InboundBuffered(); buffered > state.lastInboundBuffered {
+	if c.tls != nil {
+		if err := c.tls.decrypt(); err != nil {
+			// io.EOF is the client's close_notify: it closes, as a plaintext client's FIN does.
+			if !errors.Is(err, io.EOF) {
+				c.server.badInputLog.Warn("netpoll: closing TLS connection: bad input", "remote", c.remoteAddr, "err", err)
+			}
+			return gnet.Close
+		}
+	}
+	if buffered := c.in.InboundBuffered(); buffered > state.lastInboundBuffered {
 		c.server.metrics.bytesIn.Add(buffered - state.lastInboundBuffered)
 		c.touch()
 	}
@@ -175,7 +206,7 @@ func (c *Conn) process() gnet.Action {
 			return action
 		}
 	}
-	buffered := c.gnetConn.InboundBuffered()
+	buffered := c.in.InboundBuffered()
 	if limit := c.server.config.maxBufferedInboundBytes(); buffered+len(state.assembling) > limit {
 		c.server.overflowLog.Warn("netpoll: closing connection whose unread input exceeds the limit",
 			"remote", c.remoteAddr, "bufferedBytes", buffered+len(state.assembling), "limitBytes", limit)
@@ -229,11 +260,11 @@ func (c *Conn) decode() (admitted bool, action gnet.Action) {
 	config := &c.server.config
 	for !state.closed && !c.draining() {
 		if state.assembling == nil {
-			buffered := c.gnetConn.InboundBuffered()
+			buffered := c.in.InboundBuffered()
 			if buffered < frameHeaderBytes {
 				return admitted, gnet.None
 			}
-			header, err := c.gnetConn.Peek(frameHeaderBytes)
+			header, err := c.in.Peek(frameHeaderBytes)
 			if err != nil {
 				return admitted, gnet.None
 			}
@@ -249,9 +280,9 @@ func (c *Conn) decode() (admitted bool, action gnet.Action) {
 				if !c.admit(frameBytes) {
 					return admitted, gnet.None // backpressure: leave the frame in gnet's buffer
 				}
-				_, _ = c.gnetConn.Discard(frameHeaderBytes)
+				_, _ = c.in.Discard(frameHeaderBytes)
 				frame := make([]byte, frameBytes)
-				if n, _ := c.gnetConn.Read(frame); n != frameBytes {
+				if n, _ := c.in.Read(frame); n != frameBytes {
 					panic("netpoll: inbound buffer held fewer bytes than InboundBuffered reported")
 				}
 				c.serve(frame)
@@ -269,11 +300,11 @@ func (c *Conn) decode() (admitted bool, action gnet.Action) {
 				}
 				return admitted, gnet.None
 			}
-			_, _ = c.gnetConn.Discard(frameHeaderBytes)
+			_, _ = c.in.Discard(frameHeaderBytes)
 			state.assembling, state.assembled = make([]byte, frameBytes), 0
 		}
 		if state.assembled < len(state.assembling) {
-			n, _ := c.gnetConn.Read(state.assembling[state.assembled:])
+			n, _ := c.in.Read(state.assembling[state.assembled:])
 			state.assembled += n
 			if state.assembled < len(state.assembling) {
 				return admitted, gnet.None // the rest has not arrived
@@ -344,11 +375,9 @@ func (c *Conn) retire(responder *Responder, err error) {
 		return
 	}
 	c.holdOutput(-responder.heldBytes)
-	if responder.done != nil {
-		responder.done(nil)
-	}
+	responder.finished(nil)
 	// The handler may keep the Responder; let the response's memory go.
-	responder.chunks, responder.done = nil, nil
+	responder.chunks, responder.done, responder.notifier = nil, nil, nil
 }
 
 // closed runs on the event loop when gnet closes the connection, possibly from inside a write
@@ -375,6 +404,10 @@ func (c *Conn) closed() {
 	clear(state.iov)
 	state.iov = state.iov[:0]
 	state.assembling, state.assembled = nil, 0
+	if c.tls != nil {
+		c.tls.plaintext.release()
+		c.tls.socket.gnetConn = nil // gnet may reuse the descriptor
+	}
 	c.releaseAccounts()
 }
 

@@ -66,6 +66,20 @@
 // closed at once. Only a listener broken for good ends the loop; then Server.Failed reports
 // why and FailedSignal is closed, so the process can stop saying it is ready and exit.
 //
+// # Listeners and TLS
+//
+// A Server binds one socket per Config.Listeners entry (or Config.Address alone), each with an
+// accept loop of its own; their connections share the event loops and every bound above.
+// Conn.Listener tells the handler which listener and security protocol a connection came in
+// on. On SSL and SASL_SSL listeners each accepted socket completes a crypto/tls handshake on a
+// short-lived goroutine (at most MaxConcurrentHandshakes, each within HandshakeTimeout) before
+// it is registered; from then on its event loop decrypts into a plaintext buffer that frames
+// are cut from and encrypts what it writes, with no goroutine of its own (tls.go explains how
+// crypto/tls is driven without blocking). Conn.TLSPeerPrincipal is the verified client
+// certificate's subject as Kafka's principal. There is no kernel TLS, so file chunks on TLS
+// connections are read and encrypted (never sendfile'd). A failed handshake closes only its
+// socket.
+//
 // # Close
 //
 // Server.Close stops accepting (new connections are closed at once) and stops decoding new
@@ -83,12 +97,14 @@
 // sluice_net_copied_file_bytes_total, sluice_net_frames_rejected_total,
 // sluice_net_output_parks_total (times output waited for a slow reader's socket),
 // sluice_net_connections_evicted_total{reason} (connections netpoll closed or refused to protect
-// the server; reasons in server.go) and the gauge sluice_net_connections. Servers sharing a set share the series; the Server accessors
+// the server; reasons in server.go), sluice_net_tls_handshake_failures_total and the gauge
+// sluice_net_connections. On TLS connections the byte counters count plaintext. Servers sharing a set share the series; the Server accessors
 // (SendfileBytes, CopiedFileBytes) are per server.
 //
 // # Goroutines and locks
 //
-// gnet.Run runs in a goroutine owned by the Server, the accept loop in another (acceptor.go),
+// gnet.Run runs in a goroutine owned by the Server, each listener's accept loop in another
+// (acceptor.go) with its TLS handshake goroutines (stopped and awaited with it),
 // and a writability watcher goroutine (see watcher_linux.go) parks connections whose output
 // waits for the socket; Close stops and waits for all three. gnet's ticker goroutine calls
 // Server.tick. Server.mu guards the connection registry and the list of connections starved of

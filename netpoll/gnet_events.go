@@ -1,6 +1,7 @@
 package netpoll
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -59,9 +60,17 @@ func (h *eventHandler) OnShutdown(gnet.Engine) {
 
 func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
 	s := h.server
+	pending, ok := gnetConn.Context().(*pendingConn)
+	if !ok {
+		return nil, gnet.Close // not registered by an acceptor
+	}
 	c := &Conn{
 		server:     s,
 		gnetConn:   gnetConn,
+		listener:   pending.listener,
+		principal:  pending.principal,
+		in:         gnetConn,
+		tls:        pending.tls,
 		id:         s.nextConnectionID.Add(1),
 		remoteAddr: gnetConn.RemoteAddr(),
 		localAddr:  s.address, // gnet reports the configured address, port 0 included
@@ -70,6 +79,10 @@ func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
 		if address := tcpAddress(local); address != nil {
 			c.localAddr = address
 		}
+	}
+	if c.tls != nil {
+		c.tls.socket.gnetConn = gnetConn
+		c.in = &c.tls.plaintext
 	}
 	c.touch() // before the ticker can see it
 	s.mu.Lock()
@@ -83,6 +96,14 @@ func (h *eventHandler) OnOpen(gnetConn gnet.Conn) ([]byte, gnet.Action) {
 	gnetConn.SetContext(c)
 	s.metrics.connections.Inc()
 	s.handler.Opened(c)
+	if c.tls != nil {
+		state := c.tls.conn.ConnectionState()
+		s.logger.Debug("netpoll: TLS connection opened", "listener", c.listener.config.Name, "remote", c.remoteAddr,
+			"version", tls.VersionName(state.Version), "principal", c.principal)
+		// The client's first request may already sit in the tls.Conn's buffer, read during the
+		// handshake; no socket event would announce it.
+		c.scheduleWake()
+	}
 	return nil, gnet.None
 }
 

@@ -82,8 +82,10 @@ func startServer(t testing.TB, cfg Config, h Handler) *Server {
 // testClient is a blocking client speaking size-prefixed frames. Reads carry a generous
 // deadline so a broken server fails the test instead of hanging it.
 type testClient struct {
-	t      testing.TB
-	conn   *net.TCPConn
+	t    testing.TB
+	conn *net.TCPConn
+	// stream carries the frames: conn, or a TLS session over it.
+	stream net.Conn
 	reader *bufio.Reader
 }
 
@@ -94,7 +96,7 @@ func dial(t testing.TB, server *Server) *testClient {
 		t.Fatalf("dial: %v", err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return &testClient{t: t, conn: conn.(*net.TCPConn), reader: bufio.NewReaderSize(conn, 64<<10)}
+	return &testClient{t: t, conn: conn.(*net.TCPConn), stream: conn, reader: bufio.NewReaderSize(conn, 64<<10)}
 }
 
 func frame(payload []byte) []byte {
@@ -104,7 +106,7 @@ func frame(payload []byte) []byte {
 
 func (c *testClient) write(data []byte) {
 	c.t.Helper()
-	if _, err := c.conn.Write(data); err != nil {
+	if _, err := c.stream.Write(data); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
 }
@@ -113,7 +115,7 @@ func (c *testClient) send(payload []byte) { c.t.Helper(); c.write(frame(payload)
 
 // readFrame reads one response frame.
 func (c *testClient) readFrame() ([]byte, error) {
-	_ = c.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = c.stream.SetReadDeadline(time.Now().Add(20 * time.Second))
 	var header [4]byte
 	if _, err := io.ReadFull(c.reader, header[:]); err != nil {
 		return nil, err

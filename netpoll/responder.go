@@ -72,6 +72,8 @@ type Responder struct {
 	// heldBytes is the memory the response holds until written (header and byte chunks),
 	// counted in the connection's outputHeld from Send to retirement.
 	heldBytes int64
+	// notifier is SendNotify's callback, called where done would be.
+	notifier Notifier
 }
 
 // Send queues the response made of chunks. It is safe from any goroutine and does not block.
@@ -87,6 +89,20 @@ func (r *Responder) Send(chunks ...Chunk) {
 // first. It runs on the connection's event loop, or on the calling goroutine when the
 // connection is already closed, so it must not block.
 func (r *Responder) SendThen(done func(error), chunks ...Chunk) {
+	r.send(done, nil, chunks)
+}
+
+// Notifier is told, like SendThen's done callback, when a response sent with SendNotify is
+// written or its connection closed first.
+type Notifier interface{ ResponseDone(err error) }
+
+// SendNotify is SendThen with the callback as an interface: a handler's per-request value (a
+// pointer) can take the call without a closure being allocated for each response.
+func (r *Responder) SendNotify(n Notifier, chunks ...Chunk) {
+	r.send(nil, n, chunks)
+}
+
+func (r *Responder) send(done func(error), notifier Notifier, chunks []Chunk) {
 	if r.used.Swap(true) {
 		panic("netpoll: Responder answered twice (exactly one Send or Skip per request)")
 	}
@@ -107,7 +123,7 @@ func (r *Responder) SendThen(done func(error), chunks ...Chunk) {
 	}
 	binary.BigEndian.PutUint32(r.header[:], uint32(total))
 	r.chunks = chunks
-	r.done = done
+	r.done, r.notifier = done, notifier
 	r.heldBytes = held
 	r.conn.holdOutput(held) // before the response is visible to the loop, which releases it
 	if r.state.CompareAndSwap(uint32(responderPending), uint32(responderReady)) {
@@ -116,8 +132,16 @@ func (r *Responder) SendThen(done func(error), chunks ...Chunk) {
 	}
 	r.conn.holdOutput(-held)
 	// The connection closed first: nobody will write this response.
-	if done != nil {
-		done(ErrConnectionClosed)
+	r.finished(ErrConnectionClosed)
+}
+
+// finished runs the response's done callback or notifier, if it has one.
+func (r *Responder) finished(err error) {
+	switch {
+	case r.done != nil:
+		r.done(err)
+	case r.notifier != nil:
+		r.notifier.ResponseDone(err)
 	}
 }
 
@@ -136,8 +160,8 @@ func (r *Responder) Skip() {
 // if the response had already been sent. It returns the state before. Event loop only.
 func (r *Responder) abandon() responderState {
 	previous := responderState(r.state.Swap(uint32(responderAbandoned)))
-	if previous == responderReady && r.done != nil {
-		r.done(ErrConnectionClosed)
+	if previous == responderReady {
+		r.finished(ErrConnectionClosed)
 	}
 	return previous
 }

@@ -41,11 +41,17 @@ type Server struct {
 	badInputLog *loglimit.Limiter
 	overflowLog *loglimit.Limiter
 	acceptLog   *loglimit.Limiter
-	address     net.Addr
+	tlsLog      *loglimit.Limiter
+	// address is the first listener's bound address.
+	address   net.Addr
+	listeners []*boundListener
 
-	engine   gnet.Engine
-	acceptor *acceptor
-	watcher  *writabilityWatcher
+	engine    gnet.Engine
+	acceptors []*acceptor // one per listener
+	watcher   *writabilityWatcher
+	// handshakeSlots holds a token per TLS handshake running (bounded by
+	// MaxConcurrentHandshakes).
+	handshakeSlots chan struct{}
 
 	// failure is set once, when the server can no longer accept connections.
 	failure struct {
@@ -80,6 +86,7 @@ type Server struct {
 	copiedFileBytes atomic.Uint64
 
 	copyBuffers sync.Pool // *[]byte of copyBufferBytes
+	tlsRecords  sync.Pool // *[]byte gathering one write's TLS records (tls.go)
 
 	mu struct {
 		sync.Mutex
@@ -111,7 +118,9 @@ type serverMetrics struct {
 	framesRejected  *metrics.Counter
 	outputParks     *metrics.Counter
 	connections     *metrics.Gauge
-	evictions       map[evictReason]*metrics.Counter
+	// tlsHandshakeFailures counts TLS connections closed because their handshake failed.
+	tlsHandshakeFailures *metrics.Counter
+	evictions            map[evictReason]*metrics.Counter
 }
 
 // evictReason labels sluice_net_connections_evicted_total: why netpoll closed a connection
@@ -154,6 +163,8 @@ func newServerMetrics(set *metrics.Set) serverMetrics {
 		framesRejected:  set.GetOrCreateCounter("sluice_net_frames_rejected_total"),
 		outputParks:     set.GetOrCreateCounter("sluice_net_output_parks_total"),
 		connections:     set.GetOrCreateGauge("sluice_net_connections", nil),
+
+		tlsHandshakeFailures: set.GetOrCreateCounter("sluice_net_tls_handshake_failures_total"),
 	}
 }
 
@@ -178,6 +189,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		badInputLog:   loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
 		overflowLog:   loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
 		acceptLog:     loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
+		tlsLog:        loglimit.New(logger, loglimit.DefaultInterval, loglimit.DefaultBurst),
 		drainedSignal: make(chan struct{}),
 		runDone:       make(chan struct{}),
 	}
@@ -186,23 +198,38 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		buffer := make([]byte, copyBufferBytes)
 		return &buffer
 	}
-	s.failure.signal = make(chan struct{})
-	listener, err := listenTCP(cfg.Address)
-	if err != nil {
-		return nil, err
+	s.tlsRecords.New = func() any {
+		buffer := make([]byte, 0, copyBufferBytes+copyBufferBytes/64)
+		return &buffer
 	}
-	s.address = listener.Addr()
+	s.failure.signal = make(chan struct{})
+	s.handshakeSlots = make(chan struct{}, cfg.MaxConcurrentHandshakes)
+	closeListeners := func() {
+		for _, a := range s.acceptors {
+			_ = a.socket.Close()
+			a.closeSpare()
+		}
+	}
+	for _, listenerConfig := range cfg.listeners() {
+		socket, err := listenTCP(listenerConfig.Address)
+		if err != nil {
+			closeListeners()
+			return nil, err
+		}
+		bound := &boundListener{config: listenerConfig, address: socket.Addr()}
+		s.listeners = append(s.listeners, bound)
+		s.acceptors = append(s.acceptors, newAcceptor(s, bound, socket))
+	}
+	s.address = s.listeners[0].address
 	watcher, err := newWritabilityWatcher(s.writable)
 	if err != nil {
-		_ = listener.Close()
+		closeListeners()
 		return nil, err
 	}
 	s.watcher = watcher
-	s.acceptor = newAcceptor(s, listener)
 	abandon := func() {
 		s.watcher.stop()
-		_ = listener.Close()
-		s.acceptor.closeSpare()
+		closeListeners()
 	}
 
 	// gnet insists on a listener of its own. It gets a Unix socket in a private directory that is
@@ -239,7 +266,9 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		abandon()
 		return nil, fmt.Errorf("netpoll: start event loops: %w", s.runErr)
 	}
-	s.acceptor.start()
+	for _, a := range s.acceptors {
+		a.start()
+	}
 	go s.watchEngine()
 	return s, nil
 }
@@ -275,8 +304,24 @@ func (s *Server) Failed() error {
 // FailedSignal is closed when Failed becomes non-nil.
 func (s *Server) FailedSignal() <-chan struct{} { return s.failure.signal }
 
-// Addr is the bound address, with an ephemeral port resolved.
+// Addr is the first listener's bound address, with an ephemeral port resolved.
 func (s *Server) Addr() net.Addr { return s.address }
+
+// ListenerAddr is the bound address of the listener named name, or nil.
+func (s *Server) ListenerAddr(name string) net.Addr {
+	for _, bound := range s.listeners {
+		if bound.config.Name == name {
+			return bound.address
+		}
+	}
+	return nil
+}
+
+// boundListener is a listener and the address it got.
+type boundListener struct {
+	config  ListenerConfig
+	address net.Addr
+}
 
 // SendfileBytes is the number of response bytes this server sent with sendfile(2).
 func (s *Server) SendfileBytes() uint64 { return s.sendfileBytes.Load() }
@@ -316,7 +361,9 @@ func (s *Server) close(ctx context.Context) error {
 	}
 	s.signalDrainedLocked()
 	s.mu.Unlock()
-	s.acceptor.stop() // after closing is set: a connection registered meanwhile is refused
+	for _, a := range s.acceptors {
+		a.stop() // after closing is set: a connection registered meanwhile is refused
+	}
 	for _, c := range connections {
 		c.scheduleWake() // each connection notices closing and closes once answered
 	}

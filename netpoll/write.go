@@ -105,7 +105,7 @@ func (c *Conn) writeBatch() gnet.Action {
 	state := &c.loop
 	if len(state.iov) > 0 {
 		written := state.iovBytes
-		_, err := c.gnetConn.Writev(state.iov)
+		err := c.writev(state.iov)
 		if state.closed {
 			return gnet.None // gnet closed the connection inside Writev; closed() cleaned up
 		}
@@ -132,7 +132,8 @@ func (c *Conn) writeBatch() gnet.Action {
 func (c *Conn) writeFileChunk(chunk *Chunk) (complete bool, action gnet.Action) {
 	state := &c.loop
 	highWater := c.server.config.MaxBufferedOutboundBytes
-	sendfileWorks := true
+	// kTLS is not available (see tls.go): TLS connections copy and encrypt file ranges.
+	sendfileWorks := c.tls == nil
 	for state.fileWritten < chunk.FileLength {
 		remaining := chunk.FileLength - state.fileWritten
 		position := chunk.FileOffset + state.fileWritten
@@ -185,7 +186,7 @@ func (c *Conn) copyFileRange(chunk *Chunk, position, remaining int64) (int64, gn
 		}
 		return 0, c.failFile(chunk, err)
 	}
-	_, writeErr := c.gnetConn.Write(piece[:read])
+	writeErr := c.write(piece[:read])
 	if c.loop.closed {
 		return 0, gnet.None
 	}
@@ -197,6 +198,61 @@ func (c *Conn) copyFileRange(chunk *Chunk, position, remaining int64) (int64, gn
 	c.server.metrics.bytesOut.Add(read)
 	c.server.copiedFileBytes.Add(uint64(read))
 	return int64(read), gnet.None
+}
+
+// writev hands vectors to gnet, through TLS on TLS connections (gathered into
+// one buffer first, so small vectors do not each become a record).
+func (c *Conn) writev(vectors [][]byte) error {
+	if c.tls == nil {
+		_, err := c.gnetConn.Writev(vectors)
+		return err
+	}
+	if len(vectors) == 1 {
+		return c.write(vectors[0])
+	}
+	buffer := c.server.copyBuffers.Get().(*[]byte)
+	defer c.server.copyBuffers.Put(buffer)
+	gathered := (*buffer)[:0]
+	for _, vector := range vectors {
+		for len(vector) > 0 {
+			n := min(len(vector), cap(gathered)-len(gathered))
+			gathered = append(gathered, vector[:n]...)
+			vector = vector[n:]
+			if len(gathered) == cap(gathered) {
+				if err := c.write(gathered); err != nil {
+					return err
+				}
+				gathered = gathered[:0]
+			}
+		}
+	}
+	if len(gathered) > 0 {
+		return c.write(gathered)
+	}
+	return nil
+}
+
+// write hands p to gnet, encrypted on TLS connections.
+func (c *Conn) write(p []byte) error {
+	if c.tls == nil {
+		_, err := c.gnetConn.Write(p)
+		return err
+	}
+	if c.loop.closed {
+		return ErrConnectionClosed
+	}
+	gathered := c.server.tlsRecords.Get().(*[]byte)
+	defer c.server.tlsRecords.Put(gathered)
+	*gathered = (*gathered)[:0]
+	c.tls.socket.gathered = gathered
+	_, err := c.tls.conn.Write(p)
+	c.tls.socket.gathered = nil
+	if len(*gathered) > 0 {
+		if _, writeErr := c.gnetConn.Write(*gathered); err == nil {
+			err = writeErr
+		}
+	}
+	return err
 }
 
 // failFile closes the connection: the size prefix promised bytes the file cannot supply.

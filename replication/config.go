@@ -1,7 +1,9 @@
 package replication
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -48,10 +50,25 @@ type Config struct {
 	// FetchMaxBytes bounds one fetch response; PartitionMaxBytes one partition's share of it.
 	FetchMaxBytes     int32
 	PartitionMaxBytes int32
+	// DisconnectGrace: a follower whose fetch connections to the leader all closed, and that has
+	// not fetched again within this, leaves the ISR without waiting for LagTimeMax (a killed or
+	// restarted follower). Invariant: 0 < DisconnectGrace <= LagTimeMax.
+	DisconnectGrace time.Duration
+	// LeaderUnreachableAfter: a follower that has had no answer from its leader for FetchMaxWait
+	// plus this reports the leader to the controller (which may move leadership to the followers,
+	// see coordinator/unreachable_leader.go), and drops a connection whose oldest request has
+	// waited that long. Invariant: > 0.
+	LeaderUnreachableAfter time.Duration
 	// ISRCheckInterval is how often leaders look for ISR changes to propose.
 	ISRCheckInterval time.Duration
 	// RetryBackoff is the pause after a failed connection or request to a leader.
 	RetryBackoff time.Duration
+	// TLS, when not nil, is the client config followers dial leaders with (the inter-broker
+	// listener's security; it offers this node's certificate for mTLS).
+	TLS *tls.Config
+	// Authenticate, if set, runs on every new connection to a leader before any fetch (the
+	// broker's inter-broker SASL exchange); an error drops the connection and is retried.
+	Authenticate func(conn net.Conn) error
 	// UnsafeLeaderOnlyAck deliberately breaks acks=all, for the chaos suite's self-test only (see
 	// unsafe_ack.go). Never set in production.
 	UnsafeLeaderOnlyAck bool
@@ -60,13 +77,15 @@ type Config struct {
 // DefaultConfig returns production defaults for node 0.
 func DefaultConfig() Config {
 	return Config{
-		AckMode:           AckFsync,
-		LagTimeMax:        5 * time.Second,
-		FetchMaxWait:      500 * time.Millisecond,
-		FetchMaxBytes:     16 << 20,
-		PartitionMaxBytes: 4 << 20,
-		ISRCheckInterval:  250 * time.Millisecond,
-		RetryBackoff:      100 * time.Millisecond,
+		AckMode:                AckFsync,
+		LagTimeMax:             5 * time.Second,
+		FetchMaxWait:           500 * time.Millisecond,
+		FetchMaxBytes:          16 << 20,
+		PartitionMaxBytes:      4 << 20,
+		DisconnectGrace:        time.Second,
+		LeaderUnreachableAfter: time.Second,
+		ISRCheckInterval:       250 * time.Millisecond,
+		RetryBackoff:           100 * time.Millisecond,
 	}
 }
 
@@ -77,6 +96,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("replication: node id %d is negative", c.NodeID)
 	case c.FetchMaxWait <= 0 || c.LagTimeMax <= c.FetchMaxWait:
 		return fmt.Errorf("replication: replica lag time %v must exceed the fetch max wait %v (> 0)", c.LagTimeMax, c.FetchMaxWait)
+	case c.DisconnectGrace <= 0 || c.DisconnectGrace > c.LagTimeMax:
+		return fmt.Errorf("replication: disconnect grace %v must be positive and at most the replica lag time %v", c.DisconnectGrace, c.LagTimeMax)
+	case c.LeaderUnreachableAfter <= 0:
+		return fmt.Errorf("replication: leader unreachable time %v must be positive", c.LeaderUnreachableAfter)
 	case c.FetchMaxBytes < 1024 || c.PartitionMaxBytes < 1024:
 		return fmt.Errorf("replication: fetch byte bounds %d/%d below 1024", c.FetchMaxBytes, c.PartitionMaxBytes)
 	case c.ISRCheckInterval <= 0 || c.RetryBackoff <= 0:

@@ -6,6 +6,8 @@ package replication
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,13 +36,26 @@ type conn struct {
 	done      chan struct{} // closed when the reader exits
 }
 
-func dialLeader(address string, nodeID int32, timeout time.Duration) (*conn, error) {
-	nc, err := net.DialTimeout("tcp", address, timeout)
+func dialLeader(address string, nodeID int32, timeout time.Duration, tlsConfig *tls.Config, authenticate func(net.Conn) error) (*conn, error) {
+	var nc net.Conn
+	var err error
+	if tlsConfig != nil {
+		// The timeout covers the handshake too.
+		dialer := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: tlsConfig}
+		nc, err = dialer.DialContext(context.Background(), "tcp", address)
+	} else {
+		nc, err = net.DialTimeout("tcp", address, timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replication: dial leader at %s: %w", address, err)
 	}
-	if tcp, ok := nc.(*net.TCPConn); ok {
-		tcp.SetNoDelay(true)
+	if authenticate != nil {
+		nc.SetDeadline(time.Now().Add(timeout))
+		if err := authenticate(nc); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("replication: authenticate to leader at %s: %w", address, err)
+		}
+		nc.SetDeadline(time.Time{})
 	}
 	c := &conn{
 		net:       nc,

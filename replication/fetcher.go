@@ -1,11 +1,17 @@
 package replication
 
 // A fetcher brings one leader's batches to every local follower replica of that leader, over one
-// connection. Each partition has at most one data fetch in flight, but the connection carries
-// several requests at once: data fetches for different partitions, OffsetForLeaderEpoch for
+// connection. The connection carries several requests at once: one data fetch for every partition
+// that is ready to fetch (it may wait at the leader for new data), OffsetForLeaderEpoch for
 // partitions that must first find their divergence point, and acknowledgement fetches (no data,
-// no wait) that report durable offsets as soon as the follower's fsync completes, so acks=all never
-// waits for a parked data fetch to come back.
+// no wait) that report durable offsets as soon as the follower's fsync completes.
+//
+// Responses come back in request order, so a data fetch parked at the leader would hold back every
+// response behind it. The leader therefore answers a follower's parked fetch as soon as the next
+// request arrives on the same connection (broker.session), and this side keeps one data fetch in
+// flight: partitions that become ready while it waits are announced with an acknowledgement fetch,
+// which returns the parked fetch at once, and join the next data fetch. Two data fetches never
+// alternate returning each other.
 
 import (
 	"encoding/binary"
@@ -55,6 +61,7 @@ const (
 )
 
 type inFlightRequest struct {
+	sentAt        time.Time
 	correlationID int32
 	kind          requestKind
 	partitions    []*followed
@@ -68,6 +75,27 @@ type fetcher struct {
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+	// lastHeard is when the leader last answered; lastReport when it was last reported
+	// unreachable. Owned by the fetcher goroutine.
+	lastHeard, lastReport time.Time
+}
+
+// unreachableReportInterval paces the reports of a leader that stays silent.
+const unreachableReportInterval = 500 * time.Millisecond
+
+// checkLeaderSilence reports the leader to the controller while it has not answered for
+// FetchMaxWait plus LeaderUnreachableAfter and this broker follows partitions of it.
+func (f *fetcher) checkLeaderSilence(now time.Time) {
+	m := f.manager
+	if m.reportUnreachable == nil || now.Sub(f.lastHeard) < m.config.FetchMaxWait+m.config.LeaderUnreachableAfter || now.Sub(f.lastReport) < unreachableReportInterval {
+		return
+	}
+	if len(m.partitionsOf(f.leaderID)) == 0 {
+		return
+	}
+	f.lastReport = now
+	f.logger.Warn("replication: leader silent; reporting it to the controller", "leader", f.leaderID, "silent_for", now.Sub(f.lastHeard).Round(time.Millisecond))
+	go m.reportUnreachable(f.leaderID)
 }
 
 func (f *fetcher) poke() {
@@ -85,7 +113,7 @@ func (f *fetcher) run() {
 		var err error
 		if ok {
 			var c *conn
-			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout); err == nil {
+			if c, err = dialLeader(address, f.manager.config.NodeID, dialTimeout, f.manager.config.TLS, f.manager.config.Authenticate); err == nil {
 				err = f.serve(c)
 				c.close()
 			}
@@ -100,6 +128,7 @@ func (f *fetcher) run() {
 		if err != nil {
 			f.manager.logFetchError(f.leaderID, err)
 		}
+		f.checkLeaderSilence(time.Now())
 		select {
 		case <-f.stop:
 			return
@@ -117,8 +146,16 @@ func (f *fetcher) serve(c *conn) error {
 	}
 	ackDirty := false
 	ackInFlight := false
+	dataInFlight := false
+	// nudged: an acknowledgement fetch went out to return the parked data fetch, so that partitions
+	// ready since it was sent join the next one.
+	nudged := false
 	for {
 		now := time.Now()
+		f.checkLeaderSilence(now)
+		if len(pending) > 0 && now.Sub(pending[0].sentAt) > f.manager.config.FetchMaxWait+f.manager.config.LeaderUnreachableAfter {
+			return fmt.Errorf("replication: leader %d has not answered a request for %v", f.leaderID, now.Sub(pending[0].sentAt).Round(time.Millisecond))
+		}
 		partitions := f.manager.partitionsOf(f.leaderID)
 		if len(pending) < maxRequestsInFlight {
 			var check, data []*followed
@@ -138,18 +175,21 @@ func (f *fetcher) serve(c *conn) error {
 					return err
 				}
 				markInFlight(check)
-				pending = append(pending, inFlightRequest{correlationID: id, kind: kindEpochs, partitions: check})
+				pending = append(pending, inFlightRequest{sentAt: time.Now(), correlationID: id, kind: kindEpochs, partitions: check})
 			}
-			if len(data) > 0 && len(pending) < maxRequestsInFlight {
+			switch {
+			case len(data) > 0 && !dataInFlight && len(pending) < maxRequestsInFlight:
 				id, err := c.send(f.fetchRequest(data, false))
 				if err != nil {
 					return err
 				}
 				markInFlight(data)
-				for _, p := range data {
-					p.reportedDurable = max(p.reportedDurable, f.durableOf(p))
-				}
-				pending = append(pending, inFlightRequest{correlationID: id, kind: kindData, partitions: data})
+				dataInFlight, nudged = true, false
+				pending = append(pending, inFlightRequest{sentAt: time.Now(), correlationID: id, kind: kindData, partitions: data})
+			case len(data) > 0 && !nudged && !ackInFlight && len(pending) < maxRequestsInFlight:
+				// Ready partitions wait for the data fetch in flight; have the leader return it now.
+				ackDirty = true
+				nudged = true
 			}
 		}
 		if ackDirty && !ackInFlight && len(pending) < maxRequestsInFlight {
@@ -159,23 +199,35 @@ func (f *fetcher) serve(c *conn) error {
 					acks = append(acks, p)
 				}
 			}
+			if len(acks) == 0 && nudged && dataInFlight {
+				// Nothing new is durable, but a data fetch must come back: any request does it.
+				for _, p := range partitions {
+					if !p.needsEpochCheck && !p.inFlight {
+						acks = append(acks, p)
+						break
+					}
+				}
+			}
 			ackDirty = false
 			if len(acks) > 0 {
 				id, err := c.send(f.fetchRequest(acks, true))
 				if err != nil {
 					return err
 				}
-				for _, p := range acks {
-					p.reportedDurable = f.durableOf(p)
-				}
 				ackInFlight = true
-				pending = append(pending, inFlightRequest{correlationID: id, kind: kindAck, partitions: acks})
+				pending = append(pending, inFlightRequest{sentAt: time.Now(), correlationID: id, kind: kindAck, partitions: acks})
 			}
 		}
 
+		// Paused partitions come back when their pause ends, even while requests are in flight;
+		// a leader that stops answering is noticed within unreachableReportInterval.
 		var timeout <-chan time.Time
-		if len(pending) == 0 {
-			timeout = time.After(f.manager.config.RetryBackoff) // paused partitions come back
+		if wait, paused := nextPauseEnd(partitions, now); paused {
+			timeout = time.After(min(wait, unreachableReportInterval))
+		} else if len(pending) == 0 {
+			timeout = time.After(f.manager.config.RetryBackoff)
+		} else {
+			timeout = time.After(unreachableReportInterval)
 		}
 		select {
 		case <-f.stop:
@@ -187,6 +239,7 @@ func (f *fetcher) serve(c *conn) error {
 			if resp.err != nil {
 				return resp.err
 			}
+			f.lastHeard = time.Now()
 			if len(pending) == 0 || pending[0].correlationID != resp.correlationID {
 				return fmt.Errorf("replication: leader %d answered correlation id %d out of order", f.leaderID, resp.correlationID)
 			}
@@ -195,6 +248,7 @@ func (f *fetcher) serve(c *conn) error {
 			var err error
 			switch request.kind {
 			case kindData:
+				dataInFlight = false
 				err = f.handleFetch(request.partitions, resp.body)
 			case kindAck:
 				ackInFlight = false
@@ -212,6 +266,17 @@ func (f *fetcher) serve(c *conn) error {
 			}
 		}
 	}
+}
+
+// nextPauseEnd is how long until the first paused partition may fetch again.
+func nextPauseEnd(partitions []*followed, now time.Time) (time.Duration, bool) {
+	var first time.Time
+	for _, p := range partitions {
+		if !p.inFlight && now.Before(p.pausedUntil) && (first.IsZero() || p.pausedUntil.Before(first)) {
+			first = p.pausedUntil
+		}
+	}
+	return first.Sub(now), !first.IsZero()
 }
 
 func markInFlight(partitions []*followed) {
@@ -260,8 +325,12 @@ func (f *fetcher) fetchRequest(partitions []*followed, ackOnly bool) *kmsg.Fetch
 		if ackOnly {
 			rp.PartitionMaxBytes = 0
 		}
+		// What the request reports is what counts as reported: a flush completing after this
+		// point is reported by the next acknowledgement fetch.
+		reported := f.durableOf(p)
+		p.reportedDurable = reported
 		var durable [8]byte
-		binary.BigEndian.PutUint64(durable[:], uint64(f.durableOf(p)))
+		binary.BigEndian.PutUint64(durable[:], uint64(reported))
 		rp.UnknownTags.Set(DurableOffsetTag, durable[:])
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}

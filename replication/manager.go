@@ -22,6 +22,9 @@ type Manager struct {
 	logger     *slog.Logger
 	addressOf  func(nodeID int32) (string, bool)
 	proposeISR ISRProposer
+	// reportUnreachable tells the controller of a leader this broker cannot reach; set once by
+	// SetUnreachableReporter before any fetcher starts, nil: never reported.
+	reportUnreachable func(leaderID int32)
 
 	fetchedBytes *metrics.Counter
 	truncations  *metrics.Counter
@@ -74,6 +77,10 @@ func NewManager(cfg Config, addressOf func(int32) (string, bool), proposeISR ISR
 	return m, nil
 }
 
+// SetUnreachableReporter sets how a leader that stays silent is reported (see
+// Config.LeaderUnreachableAfter). Call it before the first Follow; report must not block long.
+func (m *Manager) SetUnreachableReporter(report func(leaderID int32)) { m.reportUnreachable = report }
+
 func keyOf(r *Replica) partitionKey { return partitionKey{r.Topic, r.Partition} }
 
 // Lead registers r (already made leader) for ISR checks and stops following it.
@@ -113,7 +120,7 @@ func (m *Manager) Follow(r *Replica, leaderID, leaderEpoch int32, resync bool) {
 	byKey[key] = &followed{replica: r, leaderEpoch: leaderEpoch, needsEpochCheck: true, reportedDurable: -1}
 	f := m.mu.fetchers[leaderID]
 	if f == nil {
-		f = &fetcher{manager: m, leaderID: leaderID, logger: m.logger, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		f = &fetcher{manager: m, leaderID: leaderID, logger: m.logger, lastHeard: time.Now(), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 		m.mu.fetchers[leaderID] = f
 		m.fetchersRunning.Add(1)
 		go func() {

@@ -20,8 +20,20 @@ type FollowerPosition struct {
 	// everything the leader had (Kafka's lastCaughtUpTimeMs).
 	LastFetch    time.Time
 	LastCaughtUp time.Time
+	// Disconnected is when the follower's last fetch connection to this leader closed, zero
+	// while it has one or has fetched since.
+	Disconnected time.Time
 	// leaderEndAtLastFetch is the leader's log end when the previous fetch arrived.
 	leaderEndAtLastFetch int64
+}
+
+// inSync reports whether an ISR member stays in sync at now: caught up within lagMax, and not
+// gone (connections closed) for longer than grace.
+func (p FollowerPosition) inSync(now time.Time, lagMax, grace time.Duration) bool {
+	if !p.Disconnected.IsZero() && now.Sub(p.Disconnected) > grace {
+		return false
+	}
+	return now.Sub(p.LastCaughtUp) <= lagMax
 }
 
 // fetched updates p for a fetch arriving at now, when the leader's log ends at leaderEnd: the
@@ -36,6 +48,7 @@ func (p FollowerPosition) fetched(now time.Time, fetchOffset, durable, leaderEnd
 	p.LogEnd = fetchOffset
 	p.Durable = min(durable, fetchOffset)
 	p.LastFetch = now
+	p.Disconnected = time.Time{}
 	p.leaderEndAtLastFetch = leaderEnd
 	return p
 }
@@ -62,9 +75,9 @@ func watermarks(leaderID int32, leaderEnd, leaderFlushed int64, isr []int32, fol
 }
 
 // desiredISR is the ISR the leader should propose: members other than the leader that have not
-// been caught up within lagMax leave; replicas outside it that have reached the high watermark and
+// been caught up within lagMax, or whose connections closed more than grace ago, leave; replicas outside it that have reached the high watermark and
 // the start of the leader's epoch, and fetched within lagMax, join. The result keeps replica order.
-func desiredISR(now time.Time, lagMax time.Duration, leaderID int32, replicas, isr []int32,
+func desiredISR(now time.Time, lagMax, grace time.Duration, leaderID int32, replicas, isr []int32,
 	followers map[int32]FollowerPosition, highWatermark, epochStart int64) []int32 {
 	next := make([]int32, 0, len(replicas))
 	for _, id := range replicas {
@@ -74,12 +87,12 @@ func desiredISR(now time.Time, lagMax time.Duration, leaderID int32, replicas, i
 		}
 		position, known := followers[id]
 		if slices.Contains(isr, id) {
-			if known && now.Sub(position.LastCaughtUp) <= lagMax {
+			if known && position.inSync(now, lagMax, grace) {
 				next = append(next, id)
 			}
 			continue
 		}
-		if known && position.LogEnd >= highWatermark && position.LogEnd >= epochStart && now.Sub(position.LastFetch) <= lagMax {
+		if known && position.Disconnected.IsZero() && position.LogEnd >= highWatermark && position.LogEnd >= epochStart && now.Sub(position.LastFetch) <= lagMax {
 			next = append(next, id)
 		}
 	}

@@ -50,23 +50,23 @@ func TestDesiredISR(t *testing.T) {
 		4: {LogEnd: 95, LastFetch: ago(time.Second), LastCaughtUp: ago(time.Second)},     // outside, at the high watermark
 		5: {LogEnd: 60, LastFetch: ago(time.Second), LastCaughtUp: ago(time.Second)},     // outside, behind
 	}
-	got := desiredISR(now, lag, 1, []int32{1, 2, 3, 4, 5}, []int32{1, 2, 3}, followers, 95, 50)
+	got := desiredISR(now, lag, lag, 1, []int32{1, 2, 3, 4, 5}, []int32{1, 2, 3}, followers, 95, 50)
 	if want := []int32{1, 2, 4}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	// A follower below the start of the leader's epoch does not join, even at the high watermark.
-	got = desiredISR(now, lag, 1, []int32{1, 4}, []int32{1}, followers, 90, 96)
+	got = desiredISR(now, lag, lag, 1, []int32{1, 4}, []int32{1}, followers, 90, 96)
 	if want := []int32{1}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	// A follower that stopped fetching does not join.
 	followers[4] = FollowerPosition{LogEnd: 95, LastFetch: ago(10 * time.Second)}
-	got = desiredISR(now, lag, 1, []int32{1, 4}, []int32{1}, followers, 95, 0)
+	got = desiredISR(now, lag, lag, 1, []int32{1, 4}, []int32{1}, followers, 95, 0)
 	if want := []int32{1}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	// The leader always stays.
-	got = desiredISR(now, lag, 1, []int32{1, 2}, []int32{1, 2}, map[int32]FollowerPosition{}, 0, 0)
+	got = desiredISR(now, lag, lag, 1, []int32{1, 2}, []int32{1, 2}, map[int32]FollowerPosition{}, 0, 0)
 	if want := []int32{1}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -90,5 +90,27 @@ func TestCaughtUpFollowsKafka(t *testing.T) {
 	p = p.fetched(t0.Add(3*time.Second), 85, 90, 100) // behind both: no change; durable capped at the fetch offset
 	if !p.LastCaughtUp.Equal(t0.Add(time.Second)) || p.Durable != 85 {
 		t.Fatalf("caught up at %v durable %d", p.LastCaughtUp, p.Durable)
+	}
+}
+
+// A member whose connections to the leader closed leaves once the grace passes, well before the
+// lag time; one that fetched again since is back to the lag time alone, and a disconnected
+// replica outside the ISR does not join.
+func TestDesiredISRDisconnectedFollower(t *testing.T) {
+	now := time.Unix(1000, 0)
+	lag, grace := 30*time.Second, time.Second
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	followers := map[int32]FollowerPosition{
+		2: {LogEnd: 100, LastFetch: ago(2 * time.Second), LastCaughtUp: ago(2 * time.Second), Disconnected: ago(1500 * time.Millisecond)},
+		3: {LogEnd: 100, LastFetch: ago(time.Second), LastCaughtUp: ago(time.Second), Disconnected: ago(500 * time.Millisecond)},
+		4: {LogEnd: 100, LastFetch: ago(time.Second), LastCaughtUp: ago(time.Second), Disconnected: ago(500 * time.Millisecond)},
+	}
+	got := desiredISR(now, lag, grace, 1, []int32{1, 2, 3, 4}, []int32{1, 2, 3}, followers, 100, 0)
+	if want := []int32{1, 3}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v (2 gone past the grace, 3 within it, 4 outside and disconnected)", got, want)
+	}
+	reconnected := followers[2].fetched(now, 100, 100, 100)
+	if !reconnected.Disconnected.IsZero() || !reconnected.inSync(now, lag, grace) {
+		t.Fatalf("a fetch after the disconnect must clear it: %+v", reconnected)
 	}
 }

@@ -43,8 +43,8 @@ type Replica struct {
 	nodeID    int32
 	ackMode   AckMode
 	unsafeAck bool // Config.UnsafeLeaderOnlyAck (unsafe_ack.go)
-	// lagMax is Config.LagTimeMax: InSyncCount's horizon.
-	lagMax time.Duration
+	// lagMax is Config.LagTimeMax: InSyncCount's horizon; grace is Config.DisconnectGrace.
+	lagMax, grace time.Duration
 
 	// highWatermark is published for lock-free reads; written under mu.
 	// Invariant (leader, one epoch): never decreases; always <= Log.LogEndOffset().
@@ -83,7 +83,7 @@ type ackWaiter struct {
 
 // NewReplica wraps an open log and its epoch history. It starts with no role.
 func NewReplica(topic string, partition int32, log *segment.Log, epochs *EpochHistory, cfg Config) *Replica {
-	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck, lagMax: cfg.LagTimeMax}
+	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck, lagMax: cfg.LagTimeMax, grace: cfg.DisconnectGrace}
 	r.mu.leaderID = -1
 	r.mu.leaderEpoch = -1
 	r.mu.flushRequested = -1
@@ -125,7 +125,7 @@ func (r *Replica) InSyncCount(now time.Time) int {
 			count++
 			continue
 		}
-		if position, ok := r.mu.followers[id]; ok && now.Sub(position.LastCaughtUp) <= r.lagMax {
+		if position, ok := r.mu.followers[id]; ok && position.inSync(now, r.lagMax, r.grace) {
 			count++
 		}
 	}
@@ -344,6 +344,20 @@ func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffse
 	return high, nil
 }
 
+// FollowerDisconnected records that follower has no fetch connection to this leader any more (see
+// Config.DisconnectGrace); its next fetch clears it.
+func (r *Replica) FollowerDisconnected(follower int32, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader {
+		return
+	}
+	if position, ok := r.mu.followers[follower]; ok && position.Disconnected.IsZero() {
+		position.Disconnected = now
+		r.mu.followers[follower] = position
+	}
+}
+
 // ProposeISR returns the ISR this leader should ask the controller for, with the epochs to send,
 // and marks it pending; ok is false when nothing should change or a proposal is in flight.
 func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, leaderEpoch, partitionEpoch int32, ok bool) {
@@ -352,7 +366,7 @@ func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, 
 	if r.mu.role != RoleLeader || r.mu.pendingISR != nil {
 		return nil, 0, 0, false
 	}
-	next := desiredISR(now, lagMax, r.nodeID, r.mu.replicas, r.mu.isr, r.mu.followers, r.highWatermark.Load(), r.mu.epochStart)
+	next := desiredISR(now, lagMax, r.grace, r.nodeID, r.mu.replicas, r.mu.isr, r.mu.followers, r.highWatermark.Load(), r.mu.epochStart)
 	if sameMembers(next, r.mu.isr) {
 		return nil, 0, 0, false
 	}

@@ -129,8 +129,13 @@ Example: sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml 
 			}
 		}()
 	}
+	tlsConfig, err := fs.globals.security.tlsConfig()
+	if err != nil {
+		return usageErrorf(fs.name, "%v", err)
+	}
 	result, err := bench.Run(ctx, bench.RunOptions{
 		Workload: w, Driver: *driver, Brokers: fs.globals.brokerList(), Agents: agentList, KeepTopics: *keepTopics, Progress: progress,
+		TLS: tlsConfig,
 	})
 	if err != nil {
 		return err

@@ -29,6 +29,8 @@ func TestHelpExplainsEveryCommand(t *testing.T) {
 		{"group", "describe", "--help"}, {"group", "reset-offsets", "--help"}, {"group", "delete", "--help"},
 		{"cluster", "--help"}, {"cluster", "status", "--help"}, {"cluster", "elect-leaders", "--help"}, {"bench", "--help"}, {"bench", "run", "--help"},
 		{"bench", "agent", "--help"}, {"txn", "--help"}, {"txn", "list", "--help"}, {"txn", "describe", "--help"},
+		{"acl", "--help"}, {"acl", "create", "--help"}, {"acl", "list", "--help"}, {"acl", "delete", "--help"},
+		{"user", "--help"}, {"user", "create", "--help"}, {"user", "list", "--help"}, {"user", "delete", "--help"},
 	}
 	for _, args := range commands {
 		r := sluice(t, "127.0.0.1:1", nil, args...)

@@ -15,6 +15,9 @@ type globals struct {
 	brokers string
 	json    bool
 	timeout time.Duration
+	// security is TLS (and later SASL) for every connection (security.go).
+	security security
+	sasl     saslFlags // sasl_flags.go
 }
 
 // brokerList is --brokers split, trimmed and without empties.
@@ -52,6 +55,8 @@ func newFlags(name, usage, description string) *commandFlags {
 	fs.StringVar(&fs.globals.brokers, "brokers", defaultBrokers(), "comma-separated `host:port` list of brokers to bootstrap from ($SLUICE_BROKERS)")
 	fs.BoolVar(&fs.globals.json, "json", false, "write machine-readable JSON instead of columns")
 	fs.DurationVar(&fs.globals.timeout, "timeout", 30*time.Second, "bound on the command's requests to the brokers")
+	fs.globals.security.register(fs.FlagSet)
+	registerSASLFlags(fs.FlagSet, &fs.globals.sasl)
 	return fs
 }
 

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -56,12 +57,17 @@ Commands:
   group list|describe|reset-offsets|delete  consumer groups: members, committed offsets, lag
   cluster status                            brokers, controller, partitions and their leaders
   txn list|describe                         transactional ids: state, producer, open partitions
+  acl create|list|delete                    ACLs: who may do what on topics, groups, the cluster
+  user create|delete|list                   SCRAM users (credentials salted, kept in the metadata)
   bench [run]|agent                         the load harness: run a workload file, or serve as an agent
 
 Every command takes:
   --brokers host:port,...   brokers to bootstrap from (default $SLUICE_BROKERS, else 127.0.0.1:9092)
   --json                    machine-readable output
   --timeout duration        bound on the command's requests (default 30s)
+  --sasl-user, --sasl-password, --sasl-mechanism
+                            authenticate with SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; default
+                            SCRAM-SHA-512); also $SLUICE_SASL_USER, _PASSWORD, _MECHANISM
 
 Exit codes: 0 success; 1 the operation failed; 2 bad command line; 3 topic or group not found.
 Run "sluice <command> --help" for a command's arguments and flags.
@@ -106,8 +112,12 @@ func dispatch(ctx context.Context, args []string, io streams) error {
 		return runTxn(ctx, rest, io)
 	case "bench":
 		return runBench(ctx, rest, io)
+	case "acl", "acls":
+		return runACL(ctx, rest, io)
+	case "user", "users":
+		return runUser(ctx, rest, io)
 	}
-	return usageErrorf("sluice", "unknown command %q (commands: topic, produce, consume, group, cluster, txn, bench; see sluice --help)", command)
+	return usageErrorf("sluice", "unknown command %q (commands: topic, produce, consume, group, cluster, txn, acl, user, bench; see sluice --help)", command)
 }
 
 // subcommand picks the verb of a noun command ("topic create") from args.
@@ -140,9 +150,9 @@ func globalsLast(args []string) []string {
 		switch {
 		case name == "json":
 			globalFlags, args = append(globalFlags, args[0]), args[1:]
-		case (name == "brokers" || name == "timeout") && hasValue:
+		case (name == "brokers" || name == "timeout" || slices.Contains(saslValueFlags, name)) && hasValue:
 			globalFlags, args = append(globalFlags, args[0]), args[1:]
-		case (name == "brokers" || name == "timeout") && len(args) > 1:
+		case (name == "brokers" || name == "timeout" || slices.Contains(saslValueFlags, name)) && len(args) > 1:
 			globalFlags, args = append(globalFlags, args[0], args[1]), args[2:]
 		default:
 			return append(args, globalFlags...) // not a global flag: let the dispatcher report it

@@ -47,13 +47,21 @@ func connect(ctx context.Context, g globals) (*session, error) {
 		}
 		return nil, &unreachableError{brokers: brokers, cause: cause}
 	}
-	c, err := client.New(client.WithSeedBrokers(brokers...), client.WithClientID("sluice-cli"),
-		client.WithDialTimeout(dialTimeout), client.WithRequestTimeout(g.timeout))
+	clientSecurity, err := g.security.clientOptions()
+	if err != nil {
+		return nil, usageErrorf("sluice", "%v", err)
+	}
+	kgoSecurity, err := g.security.kgoOptions()
+	if err != nil {
+		return nil, usageErrorf("sluice", "%v", err)
+	}
+	c, err := client.New(append([]client.Option{client.WithSeedBrokers(brokers...), client.WithClientID("sluice-cli"),
+		client.WithDialTimeout(dialTimeout), client.WithRequestTimeout(g.timeout)}, append(clientSecurity, g.sasl.clientOptions()...)...)...)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("sluice-cli"),
-		kgo.DialTimeout(dialTimeout), kgo.RetryTimeout(g.timeout))
+	raw, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("sluice-cli"),
+		kgo.DialTimeout(dialTimeout), kgo.RetryTimeout(g.timeout)}, append(kgoSecurity, g.sasl.kgoOptions()...)...)...)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("franz-go client: %w", err)

@@ -61,7 +61,8 @@ func produceToLeader(t *testing.T, admin, client *kgo.Client, topic, value strin
 		case 0:
 			offset = base
 			return true
-		case -1, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code, kerr.LeaderNotAvailable.Code, kerr.RequestTimedOut.Code:
+		case -1, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code,
+			kerr.LeaderNotAvailable.Code, kerr.RequestTimedOut.Code:
 			return false
 		}
 		t.Fatalf("produce %s to node %d: error %d", value, parts[0].leader, code)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-mq/sluice/segment"
 )
@@ -20,6 +21,11 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("parsed %+v", opts.broker)
 	}
 
+	opts, err = parseFlags([]string{"--otlp-endpoint", "127.0.0.1:4318", "--trace-sampling", "0.5", "--slow-request", "250ms"}, &out)
+	if err != nil || opts.otlpEndpoint != "127.0.0.1:4318" || opts.traceSampling != 0.5 || opts.broker.RequestTiming.SlowRequest != 250*time.Millisecond {
+		t.Fatalf("tracing flags: %v, %q %v %v", err, opts.otlpEndpoint, opts.traceSampling, opts.broker.RequestTiming.SlowRequest)
+	}
+
 	t.Setenv("SLUICE_LISTEN", "127.0.0.1:19999")
 	t.Setenv("SLUICE_DEFAULT_PARTITIONS", "4")
 	opts, err = parseFlags([]string{"--default-partitions", "6"}, &out)
@@ -30,7 +36,8 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("environment then flags: listen %q partitions %d", opts.broker.Listen, opts.broker.DefaultPartitions)
 	}
 
-	for _, args := range [][]string{{"--nope"}, {"--flush", "sometimes"}, {"--node-id", "-1"}, {"--listen", "nowhere"}, {"extra"}, {"--default-partitions", "0"}} {
+	for _, args := range [][]string{{"--nope"}, {"--flush", "sometimes"}, {"--node-id", "-1"}, {"--listen", "nowhere"}, {"extra"}, {"--default-partitions", "0"},
+		{"--trace-sampling", "1.5"}, {"--otlp-endpoint", "grpc://collector:4317"}, {"--slow-request", "-1s"}} {
 		out.Reset()
 		_, err := parseFlags(args, &out)
 		if err == nil {

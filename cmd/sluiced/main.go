@@ -23,6 +23,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sluice-mq/sluice/broker"
+	"github.com/sluice-mq/sluice/console"
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
@@ -46,6 +47,11 @@ type options struct {
 	logFormat  string
 	flush      string
 	replicaAck string
+	// otlpEndpoint and traceSampling turn on request tracing (tracing.go).
+	otlpEndpoint  string
+	traceSampling float64
+	ui            console.Config
+	listeners     listenerFlags
 }
 
 func parseFlags(args []string, output io.Writer) (options, error) {
@@ -61,10 +67,10 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	var maxMessageBytes int
 	var retentionBytes int64
 	fs.StringVar(&b.DataDir, "data-dir", cfg.DataDir, "directory for metadata and partition logs")
-	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port)")
+	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port): one PLAINTEXT listener; see --listeners for several")
 	fs.StringVar(&b.Advertise, "advertise", "", "address given to clients in metadata (host:port); default: the listener's")
 	fs.StringVar(&b.RaftListen, "raft-listen", cfg.RaftListen, "metadata Raft transport address (host:port, port 0 picks one)")
-	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz and /debug/pprof (empty: off)")
+	fs.StringVar(&opts.http, "http", "127.0.0.1:9644", "HTTP listener for /metrics, /healthz, /readyz, /debug/pprof and the web console /ui (empty: off)")
 	fs.IntVar(&nodeID, "node-id", int(cfg.NodeID), "this broker's node id")
 	fs.IntVar(&partitions, "default-partitions", int(cfg.DefaultPartitions), "partitions of auto-created topics and of CreateTopics asking for -1")
 	fs.IntVar(&replicationFactor, "default-replication-factor", int(cfg.DefaultReplicationFactor), "replication factor of auto-created topics and of CreateTopics asking for -1")
@@ -89,6 +95,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.LeaderRebalanceInterval, "leader-rebalance-interval", cfg.LeaderRebalanceInterval, "how often leadership moves back to preferred replicas that are in sync again (auto.leader.rebalance); 0: never")
 	fs.DurationVar(&b.BrokerHeartbeatInterval, "broker-heartbeat-interval", cfg.BrokerHeartbeatInterval, "how often a broker heartbeats to the controller")
 	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
+	fs.DurationVar(&b.Replication.FetchMaxWait, "replica-fetch-wait-max", cfg.Replication.FetchMaxWait, "replica.fetch.wait.max.ms: how long a follower's fetch may wait at the leader for new data (below --replica-lag-time-max)")
 	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
 	fs.IntVar(&b.MaxConnections, "max-connections", cfg.MaxConnections, "max.connections: client connections past this are closed at once (0: no bound but the open file limit)")
 	fs.Int64Var(&b.MaxBufferedInputBytes, "max-buffered-input-bytes", cfg.MaxBufferedInputBytes, "request bytes received and not yet handled, over all connections; past it the connection holding the most is closed")
@@ -96,8 +103,16 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.ConnectionsMaxIdle, "connections-max-idle", cfg.ConnectionsMaxIdle, "connections.max.idle.ms as a duration: close connections idle this long (0: never)")
 	fs.DurationVar(&b.RequestReceiveTimeout, "request-receive-timeout", cfg.RequestReceiveTimeout, "close a connection whose request has been partially received this long (0: never)")
 	fs.IntVar(&b.MaxFrameBytes, "max-request-bytes", cfg.MaxFrameBytes, "largest request accepted; larger ones close the connection")
+	fs.DurationVar(&b.RequestTiming.SlowRequest, "slow-request", cfg.RequestTiming.SlowRequest, "log one line with the stage timings of each request slower than this, receipt to last response byte (rate-limited; 0: off)")
+	fs.StringVar(&opts.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector for request traces (OTLP/HTTP): host:port or http(s)://host:port[/path], path /v1/traces by default; empty: tracing off")
+	fs.Float64Var(&opts.traceSampling, "trace-sampling", 0.01, "fraction of requests traced when --otlp-endpoint is set, 0 to 1")
+	opts.ui = console.DefaultConfig()
+	fs.BoolVar(&opts.ui.Writes, "ui-writes", false, "let the web console (/ui on --http) create and delete topics, reset offsets and delete groups")
+	fs.DurationVar(&opts.ui.SampleInterval, "ui-sample-interval", opts.ui.SampleInterval, "how often the web console samples offsets for its throughput and lag charts")
+	opts.listeners.register(fs)
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
+	finishSecurity := securityFlags(fs, b) // security_flags.go
 	usage := func() {
 		fmt.Fprintf(output, "Usage: sluiced [flags]\n\nsluice broker: serves the Kafka protocol. Each flag may also be set as SLUICE_<FLAG> in the\nenvironment (for example SLUICE_DATA_DIR=/var/lib/sluice).\n\nFlags:\n")
 		fs.SetOutput(output)
@@ -161,6 +176,15 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 			b.RaftListen = voter.RaftAddress // the voter's own entry says where it listens
 		}
 	}
+	if err := finishSecurity(); err != nil {
+		return opts, err
+	}
+	if err := checkTracingFlags(opts); err != nil {
+		return opts, err
+	}
+	if err := opts.listeners.apply(b); err != nil {
+		return opts, err
+	}
 	if err := b.Validate(); err != nil {
 		return opts, err
 	}
@@ -202,15 +226,25 @@ func run(args []string, output io.Writer) error {
 	defer stop()
 	var ready atomic.Bool
 	var httpServer *http.Server
+	var ui console.Lazy // serves 503 until the broker is up
 	if opts.http != "" {
 		listener, err := net.Listen("tcp", opts.http)
 		if err != nil {
 			return fmt.Errorf("--http %s: %w", opts.http, err)
 		}
-		httpServer = &http.Server{Handler: httpHandler(set, &ready), ReadHeaderTimeout: 10 * time.Second}
+		httpServer = &http.Server{Handler: httpHandler(set, &ready, &ui), ReadHeaderTimeout: 10 * time.Second}
 		go httpServer.Serve(listener)
 		logger.Info("http serving", "address", listener.Addr().String())
 	}
+	stopTracing, err := startTracing(ctx, &opts, logger)
+	if err != nil {
+		return err
+	}
+	stopTLS, err := opts.listeners.startTLS(ctx, &opts.broker, logger, set)
+	if err != nil {
+		return err
+	}
+	defer stopTLS()
 	startCtx, cancelStart := context.WithTimeout(ctx, time.Minute)
 	b, err := broker.Start(startCtx, opts.broker)
 	cancelStart()
@@ -219,6 +253,11 @@ func run(args []string, output io.Writer) error {
 	}
 	set.RegisterMetricsWriter(b.WriteMetrics)
 	warnIfFileLimitLow(logger, fileLimit, b.PartitionsHeld(), opts.broker.MaxConnections)
+	web, err := startConsole(opts, b, logger, &ui)
+	if err != nil {
+		b.Close(context.Background())
+		return err
+	}
 	ready.Store(true)
 	var listenerErr error
 	select {
@@ -233,7 +272,12 @@ func run(args []string, output io.Writer) error {
 	ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if web != nil {
+		ui.Set(nil)
+		web.Close()
+	}
 	err = b.Close(shutdownCtx)
+	stopTracing(shutdownCtx)
 	if httpServer != nil {
 		httpServer.Shutdown(shutdownCtx)
 	}
@@ -247,8 +291,10 @@ func run(args []string, output io.Writer) error {
 	return nil
 }
 
-func httpHandler(set *metrics.Set, ready *atomic.Bool) http.Handler {
+func httpHandler(set *metrics.Set, ready *atomic.Bool, ui http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/ui", ui) // the web console (package console)
+	mux.Handle("/ui/", ui)
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		set.WritePrometheus(w)
 		metrics.WriteProcessMetrics(w)

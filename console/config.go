@@ -1,0 +1,76 @@
+package console
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-mq/sluice/client"
+)
+
+// Config configures a Console. Start from DefaultConfig.
+type Config struct {
+	// Brokers are the Kafka addresses (host:port) the console dials: sluiced passes its own
+	// listener.
+	Brokers []string
+	// Writes serves the forms that change the cluster (create and delete topics, reset offsets,
+	// delete groups). Off, every POST is refused with 403 and the pages show no forms.
+	Writes bool
+	// Authorize, when set, is asked before every write; an error refuses it with 403 and the
+	// error's text. See the package doc for what it must do once ACLs exist.
+	Authorize func(r *http.Request, action Action) error
+	// SampleInterval is how often the sampler records log end offsets and group offsets for the
+	// charts, and how often open pages refresh their live parts.
+	SampleInterval time.Duration
+	// SampleHistory is how many samples the ring keeps (the charts' time span is
+	// SampleInterval * SampleHistory).
+	SampleHistory int
+	// MaxSampledTopics and MaxSampledGroups bound the sampler's memory.
+	MaxSampledTopics int
+	MaxSampledGroups int
+	// RequestTimeout bounds the Kafka requests of one page or one sample.
+	RequestTimeout time.Duration
+	// Logger receives the sampler's failures; nil: slog.Default().
+	Logger *slog.Logger
+	// FranzOptions and ClientOptions are added to the options of the console's two Kafka
+	// clients (franz-go and sluice's): where the listener needs TLS or SASL, they carry it.
+	FranzOptions  []kgo.Opt
+	ClientOptions []client.Option
+}
+
+// Action is a write the console is about to make, for Config.Authorize.
+type Action struct {
+	Operation string // "create-topic", "delete-topic", "reset-offsets", "delete-group"
+	Resource  string // the topic or group name
+}
+
+// DefaultConfig returns the defaults: read-only, a sample every 2 s, 5 minutes of history.
+func DefaultConfig() Config {
+	return Config{
+		SampleInterval:   2 * time.Second,
+		SampleHistory:    150,
+		MaxSampledTopics: 500,
+		MaxSampledGroups: 200,
+		RequestTimeout:   10 * time.Second,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return errors.New("console: no broker address")
+	case c.SampleInterval < 100*time.Millisecond:
+		return errors.New("console: sample interval below 100ms")
+	case c.SampleHistory < 2:
+		return errors.New("console: sample history below 2")
+	case c.MaxSampledTopics < 1 || c.MaxSampledGroups < 1:
+		return errors.New("console: sampled topic and group caps must be positive")
+	case c.RequestTimeout <= 0:
+		return errors.New("console: request timeout must be positive")
+	}
+	return nil
+}
