@@ -13,13 +13,18 @@ import (
 //     because every other in-sync member reported them unreachable (unreachable_leader.go);
 //   - sluice_controller_failover_seconds: for each such fence, the time from the broker's last
 //     heartbeat to the commit of the command that moved its leaderships (the metadata half of a
-//     failover; brokers start serving as leaders when they apply it, within milliseconds).
+//     failover; brokers start serving as leaders when they apply it, within milliseconds);
+//   - sluice_read_barriers_total / sluice_read_barrier_failures_total: read-barrier rounds this node
+//     ran (read_barrier.go; one round serves every reader that queued meanwhile) and those that could
+//     not confirm a fresh view (the readers were refused).
 type coordinatorMetrics struct {
 	controllerChanges *metrics.Counter
 	brokersFenced     *metrics.Counter
 	failoverSeconds   *metrics.Histogram
 	// unreachableDemotions counts leaders moved off because their followers could not reach them.
 	unreachableDemotions *metrics.Counter
+	readBarriers         *metrics.Counter
+	readBarrierFailures  *metrics.Counter
 }
 
 func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics {
@@ -37,5 +42,7 @@ func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics 
 		brokersFenced:        set.GetOrCreateCounter("sluice_brokers_fenced_total"),
 		failoverSeconds:      set.GetOrCreateHistogram("sluice_controller_failover_seconds"),
 		unreachableDemotions: set.GetOrCreateCounter("sluice_unreachable_leader_demotions_total"),
+		readBarriers:         set.GetOrCreateCounter("sluice_read_barriers_total"),
+		readBarrierFailures:  set.GetOrCreateCounter("sluice_read_barrier_failures_total"),
 	}
 }
