@@ -105,6 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.replicas.SetUnreachableReporter(b.reportUnreachableLeader)
+	b.replicas.SetResigner(b.resignLeadership) // partition_damage.go
 	b.registry = newRegistry(cfg.NodeID, filepath.Join(cfg.DataDir, "topics"), logDefaults, cfg.MaxMessageBytes, b.replicas, replicationCfg, logger)
 	b.registry.leaderElections = b.metrics.leaderElections
 

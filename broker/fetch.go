@@ -242,6 +242,9 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 				case errors.Is(err, segment.ErrCorrupt):
 					result.errorCode = protocol.CorruptMessage.Code
 					failed = true
+					if req.ReplicaID >= 0 { // this leader cannot serve its own log: partition_damage.go
+						b.replicas.LeaderReadDamaged(p.replica, rp.FetchOffset, err)
+					}
 				case err != nil:
 					b.logger.Error("fetch read", "topic", rt.Topic, "partition", rp.Partition, "offset", rp.FetchOffset, "err", err)
 					result.errorCode = protocol.KafkaStorageError.Code

@@ -9,7 +9,8 @@ package broker
 // FENCED_INSTANCE_ID; wrong generation, or a generation for a group with no members state,
 // ILLEGAL_GENERATION; a group between JoinGroup and SyncGroup REBALANCE_IN_PROGRESS; unknown
 // partitions and __consumer_offsets UNKNOWN_TOPIC_OR_PARTITION; metadata over 4096 bytes
-// OFFSET_METADATA_TOO_LARGE; not the metadata leader NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE.
+// OFFSET_METADATA_TOO_LARGE; not the metadata leader NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE
+// (also when this node cannot confirm its view fresh through a read barrier).
 
 import (
 	"fmt"
@@ -26,6 +27,16 @@ import (
 const maxOffsetMetadataBytes = 4096
 
 func (b *Broker) handleOffsetCommit(r *request, req *kmsg.OffsetCommitRequest) {
+	// A node resumed after a pause, or cut off from the controller, must not validate a commit
+	// against a group it no longer coordinates: the commit would land after newer ones made
+	// elsewhere and move the group's offset back. A read barrier first makes its metadata fresh
+	// (offset_fetch.go); concurrent commits share one barrier round.
+	b.coordinator.ReadBarrier(func(err error) { b.commitOffsets(r, req, err) })
+}
+
+// commitOffsets validates and stores a commit once the read barrier passed (barrierErr nil) or
+// refuses it with COORDINATOR_NOT_AVAILABLE.
+func (b *Broker) commitOffsets(r *request, req *kmsg.OffsetCommitRequest, barrierErr error) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	// codes[i][j] answers req.Topics[i].Partitions[j].
 	codes := make([][]int16, len(req.Topics))
@@ -60,6 +71,10 @@ func (b *Broker) handleOffsetCommit(r *request, req *kmsg.OffsetCommitRequest) {
 	}
 	if req.Group == "" {
 		refuseAll(fmt.Errorf("broker: empty group id: %w", protocol.InvalidGroupID))
+		return
+	}
+	if barrierErr != nil {
+		refuseAll(fmt.Errorf("broker: this node's view of group %q cannot be confirmed fresh: %w: %w", req.Group, protocol.CoordinatorNotAvailable, barrierErr))
 		return
 	}
 	if err := b.checkCoordinator(req.Group); err != nil {

@@ -6,6 +6,13 @@ package broker
 // answers offset -1. RequireStable (v7+): a partition with an offset committed inside a transaction
 // that has not ended answers UNSTABLE_OFFSET_COMMIT (retriable), offset_fetch_txn.go. Refusals: empty group id INVALID_GROUP_ID; not the metadata leader
 // COORDINATOR_NOT_AVAILABLE (at group level from v2).
+//
+// Freshness: the answer is read only after a read barrier (coordinator.ReadBarrier: the controller's
+// read index, confirmed by a quorum, applied here), so a node resumed after a pause or cut off from
+// the controller never answers from a stale copy: committed offsets never read backwards. Concurrent
+// fetches share one barrier round. Coordination is checked after the barrier, against the fresh
+// metadata (NOT_COORDINATOR); a node that cannot complete the barrier answers
+// COORDINATOR_NOT_AVAILABLE, and the client retries.
 
 import (
 	"cmp"
@@ -33,9 +40,21 @@ type fetchedTopic struct {
 }
 
 func (b *Broker) handleOffsetFetch(r *request, req *kmsg.OffsetFetchRequest) {
+	b.coordinator.ReadBarrier(func(err error) {
+		coordinatorErr := b.checkCoordinator
+		if err != nil {
+			refused := fmt.Errorf("broker: this node's view of the committed offsets cannot be confirmed fresh: %w: %w",
+				protocol.CoordinatorNotAvailable, err)
+			coordinatorErr = func(string) error { return refused }
+		}
+		b.answerOffsetFetch(r, req, coordinatorErr)
+	})
+}
+
+// answerOffsetFetch answers from this node's offsets snapshot, once the read barrier passed.
+func (b *Broker) answerOffsetFetch(r *request, req *kmsg.OffsetFetchRequest, coordinatorErr func(string) error) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	offsets := b.coordinator.Offsets()
-	coordinatorErr := b.checkCoordinator
 	if req.Version < 8 {
 		topics := make(map[string][]int32, len(req.Topics))
 		for _, t := range req.Topics {

@@ -35,6 +35,7 @@ const (
 	opCreateACLs             operation = "create-acls"
 	opDeleteACLs             operation = "delete-acls"
 	opAlterScramCredentials  operation = "alter-scram-credentials"
+	opResignLeader           operation = "resign-leader"
 )
 
 // Retry pacing while the controller changes: the wait doubles from
@@ -93,6 +94,8 @@ func (c *Coordinator) serveOperation(ctx context.Context, op operation, args jso
 		return serve(ctx, args, c.deleteACLs)
 	case opAlterScramCredentials:
 		return serve(ctx, args, c.alterScramCredentials)
+	case opResignLeader:
+		return serve(ctx, args, c.resignLeader)
 	default:
 		return nil, fmt.Errorf("%w: unknown forwarded operation %q", errMalformedCommand, op)
 	}
@@ -258,9 +261,14 @@ type readIndexResult struct {
 	ClusterID string `json:"clusterID"`
 }
 
-// readIndex serves catchUp: the forwarding response carries the index.
+// readIndex serves catchUp and read barriers (read_barrier.go): the forwarding response carries
+// the index. The controller first confirms with a quorum that it still leads, so that a stale
+// leader (paused, or cut off) never answers an index older than what a newer leader committed.
 func (c *Coordinator) readIndex(ctx context.Context, _ struct{}) (readIndexResult, error) {
 	if err := c.checkLeader(ctx); err != nil {
+		return readIndexResult{}, err
+	}
+	if err := c.verifyLeadership(ctx); err != nil {
 		return readIndexResult{}, err
 	}
 	return readIndexResult{ClusterID: c.Metadata().ClusterID}, nil

@@ -46,6 +46,8 @@ const (
 	commandCreateACLs            commandType = 20
 	commandDeleteACLs            commandType = 21
 	commandAlterScramCredentials commandType = 22
+	// A leader with a damaged log hands leadership off (leadership_resign.go).
+	commandResignLeader commandType = 24
 )
 
 func (t commandType) String() string {
@@ -96,6 +98,8 @@ func (t commandType) String() string {
 		return "delete-acls"
 	case commandAlterScramCredentials:
 		return "alter-scram-credentials"
+	case commandResignLeader:
+		return "resign-leader"
 	default:
 		return fmt.Sprintf("command-%d", uint8(t))
 	}
@@ -210,6 +214,8 @@ func decodeCommand(entry []byte) (command, error) {
 		c = &deleteACLsCommand{}
 	case commandAlterScramCredentials:
 		c = &alterScramCredentialsCommand{}
+	case commandResignLeader:
+		c = &resignLeaderCommand{}
 	default:
 		return nil, fmt.Errorf("%w: %d", errUnknownCommand, entry[0])
 	}

@@ -65,6 +65,8 @@ type Coordinator struct {
 		sync.RWMutex
 		closed bool
 	}
+	// barrier batches ReadBarrier callers into rounds (read_barrier.go).
+	barrier   readBarrier
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -284,6 +286,7 @@ func (c *Coordinator) Close() error {
 		<-c.leadershipDone
 		<-c.offsetBatcherDone
 		<-c.livenessDone
+		c.closeReadBarrier()
 		c.stopSession()
 		c.view.cancelAll()
 		if err := c.transport.Close(); err != nil {

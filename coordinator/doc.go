@@ -34,6 +34,9 @@
 //	8 commit-offsets   9 delete-group-offsets   10 delete-partition-offsets
 //	11 allocate-producer-ids   12 delete-topic-and-offsets
 //	13 write-group-state   14 alter-group-configs
+//	15 fence-broker   16 unfence-broker   17 alter-partition
+//	18 elect-preferred   19 write-transactions   20-22 ACLs and SCRAM
+//	23 demote-unreachable   24 resign-leader
 //
 // New commands (voters, ...) take new type numbers; existing numbers and
 // JSON field names never change meaning. A node that meets a type it does

@@ -49,6 +49,9 @@ var (
 	ErrInvalidISR = errors.New("coordinator: invalid ISR")
 	// ErrPreferredLeaderNotAvailable: PREFERRED_LEADER_NOT_AVAILABLE (80).
 	ErrPreferredLeaderNotAvailable = errors.New("coordinator: preferred leader not available")
+	// ErrEligibleLeadersNotAvailable: ELIGIBLE_LEADERS_NOT_AVAILABLE (83). A
+	// leader asked to resign and no other live replica is in sync.
+	ErrEligibleLeadersNotAvailable = errors.New("coordinator: no eligible leader available")
 	// ErrElectionNotNeeded: ELECTION_NOT_NEEDED (84).
 	ErrElectionNotNeeded = errors.New("coordinator: election not needed")
 	// ErrClosed: the Coordinator was closed.

@@ -18,7 +18,10 @@ import (
 //     because every other in-sync member reported them unreachable (unreachable_leader.go);
 //   - sluice_controller_failover_seconds: for each such fence, the time from the broker's last
 //     heartbeat to the commit of the command that moved its leaderships (the metadata half of a
-//     failover; brokers start serving as leaders when they apply it, within milliseconds).
+//     failover; brokers start serving as leaders when they apply it, within milliseconds);
+//   - sluice_read_barriers_total / sluice_read_barrier_failures_total: read-barrier rounds this node
+//     ran (read_barrier.go; one round serves every reader that queued meanwhile) and those that could
+//     not confirm a fresh view (the readers were refused).
 //
 // Raft health of this node's metadata replica (0 until Raft has started):
 //   - sluice_raft_apply_duration_seconds: commit latency, from proposing a command on the
@@ -37,6 +40,8 @@ type coordinatorMetrics struct {
 	leaderChanges     *metrics.Counter
 	// unreachableDemotions counts leaders moved off because their followers could not reach them.
 	unreachableDemotions *metrics.Counter
+	readBarriers         *metrics.Counter
+	readBarrierFailures  *metrics.Counter
 }
 
 // durationBuckets are the upper bounds, in seconds, of the coordinator's histograms.
@@ -94,5 +99,7 @@ func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics 
 		applySeconds:         set.GetOrCreatePrometheusHistogramExt("sluice_raft_apply_duration_seconds", durationBuckets),
 		leaderChanges:        set.GetOrCreateCounter("sluice_raft_leader_changes_total"),
 		unreachableDemotions: set.GetOrCreateCounter("sluice_unreachable_leader_demotions_total"),
+		readBarriers:         set.GetOrCreateCounter("sluice_read_barriers_total"),
+		readBarrierFailures:  set.GetOrCreateCounter("sluice_read_barrier_failures_total"),
 	}
 }

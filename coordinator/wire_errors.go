@@ -36,6 +36,7 @@ func errorClasses() []errorClass {
 		{"invalid-isr", ErrInvalidISR},
 		{"preferred-leader-not-available", ErrPreferredLeaderNotAvailable},
 		{"election-not-needed", ErrElectionNotNeeded},
+		{"eligible-leaders-not-available", ErrEligibleLeadersNotAvailable},
 		{"malformed-command", errMalformedCommand},
 		{"not-leader", ErrNotLeader},
 		{"timeout", ErrTimeout},

@@ -400,9 +400,12 @@ func (f *fetcher) partitionError(p *followed, code int16, leaderLogStart int64) 
 			p.needsEpochCheck = true // ahead of the leader: find the divergence point
 			return
 		}
-		f.manager.logger.Error("replication: follower is behind the leader's log start; it cannot catch up by fetching",
-			"topic", p.replica.Topic, "partition", p.replica.Partition, "log_end", p.replica.Log.LogEndOffset(), "leader_log_start", leaderLogStart)
+		if f.resetBehindLeaderStart(p, leaderLogStart) { // catch_up.go
+			return
+		}
 		backoff = 10 * backoff
+	case protocol.CorruptMessage.Code:
+		backoff = f.leaderLogDamaged(p) // damage.go
 	case protocol.FencedLeaderEpoch.Code, protocol.UnknownLeaderEpoch.Code, protocol.NotLeaderOrFollower.Code:
 		// Metadata moves on; Follow will bring the new epoch.
 	default:
@@ -470,6 +473,9 @@ func (f *fetcher) handleEpochs(partitions []*followed, body []byte) error {
 			// Unsettled: the leader answered an epoch this log never had, so the cut is at the
 			// end of an older epoch of ours; ask again about that one.
 			p.needsEpochCheck = !settled
+			if settled {
+				f.truncateDamaged(p) // damage.go
+			}
 		}
 	}
 	return nil

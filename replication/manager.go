@@ -30,6 +30,8 @@ type Manager struct {
 	truncations  *metrics.Counter
 	isrShrinks   *metrics.Counter
 	isrExpands   *metrics.Counter
+	// recovery: resets behind the leader's log start and damaged leader logs (catch_up.go, damage.go).
+	recovery recovery
 
 	mu struct {
 		sync.Mutex
@@ -70,6 +72,7 @@ func NewManager(cfg Config, addressOf func(int32) (string, bool), proposeISR ISR
 	m.mu.fetchers = map[int32]*fetcher{}
 	m.mu.followed = map[int32]map[partitionKey]*followed{}
 	m.mu.leading = map[partitionKey]*Replica{}
+	m.recovery.init(set)
 	go m.runISRChecks()
 	return m, nil
 }
@@ -258,6 +261,7 @@ func (m *Manager) Close() {
 		close(f.stop)
 	}
 	m.fetchersRunning.Wait()
+	m.recovery.running.Wait()
 	<-m.done
 }
 

@@ -70,7 +70,8 @@ func (l *Log) closeRetiredLocked(all bool) error {
 }
 
 // Truncate removes every batch at or after offset, so that the log ends at offset, or, when offset
-// falls inside a batch, at that batch's start (inside a damaged range: at the range's start).
+// falls inside a batch, at that batch's start (inside a damaged range: at the range's start; where
+// batch headers stop checking out before offset's batch: at the last good boundary before them).
 // Replication uses it when a follower's log diverges from its new leader. Offsets at or above the log
 // end change nothing; below the log start they are ErrOffsetOutOfRange.
 //
@@ -104,10 +105,17 @@ func (l *Log) Truncate(offset int64) error {
 	} else {
 		var h batch.Header
 		var err error
-		if position, h, err = s.positionOf(newHeaderReader(s.file, run.endPosition), offset, run.start); err != nil {
+		position, h, err = s.positionOf(newHeaderReader(s.file, run.endPosition), offset, run.start)
+		switch {
+		case err == nil:
+			newEnd = h.BaseOffset
+		case isDamage(err):
+			// Damage recovery did not see (below the index entry it resumed from): cut at the last
+			// batch boundary before it (log_damage.go).
+			position, newEnd = s.cutBeforeDamage(newHeaderReader(s.file, run.endPosition), run.start, offset)
+		default:
 			return fmt.Errorf("segment: truncate %s to %d: %w", l.dir, offset, l.readError(err))
 		}
-		newEnd = h.BaseOffset
 	}
 	var kept []damage
 	for _, d := range e.damage {

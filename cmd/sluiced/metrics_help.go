@@ -67,11 +67,16 @@ var metricHelps = map[string]string{
 	"sluice_cleaner_throttled_seconds_total": "Time the log cleaner waited on its I/O limit (--cleaner-io-bytes-per-second).",
 
 	// Replication (replication/manager.go).
-	"sluice_replication_fetched_bytes_total": "Record bytes this broker fetched as a follower.",
-	"sluice_replication_sent_bytes_total":    "Record bytes this broker sent to followers.",
-	"sluice_replication_truncations_total":   "Follower log truncations to a diverging leader epoch.",
-	"sluice_isr_shrinks_total":               "Followers this broker removed from an ISR as leader.",
-	"sluice_isr_expands_total":               "Followers this broker added back to an ISR as leader.",
+	"sluice_replication_fetched_bytes_total":       "Record bytes this broker fetched as a follower.",
+	"sluice_replication_sent_bytes_total":          "Record bytes this broker sent to followers.",
+	"sluice_replication_truncations_total":         "Follower log truncations to a diverging leader epoch.",
+	"sluice_replication_log_resets_total":          "Follower logs restarted at the leader's log start.",
+	"sluice_replication_damaged_reads_total":       "Follower fetches this node, leading, could not serve because its own log is damaged there.",
+	"sluice_replication_leader_damaged_total":      "Fetches this node, following, answered CORRUPT_MESSAGE by the leader.",
+	"sluice_replication_leader_resignations_total": "Leaderships this node handed off because its log is damaged.",
+	"sluice_replication_damage_truncations_total":  "Follower logs truncated at damaged data.",
+	"sluice_isr_shrinks_total":                     "Followers this broker removed from an ISR as leader.",
+	"sluice_isr_expands_total":                     "Followers this broker added back to an ISR as leader.",
 
 	// Controller and Raft (coordinator/metrics.go).
 	"sluice_controller_changes_total":           "Times this node saw the controller change to a known node.",
@@ -79,6 +84,8 @@ var metricHelps = map[string]string{
 	"sluice_controller_id":                      "The controller this node knows of; -1 while it knows none.",
 	"sluice_brokers_fenced_total":               "Brokers this node, as controller, fenced for a missed session.",
 	"sluice_unreachable_leader_demotions_total": "Leaders this node, as controller, moved off because every other in-sync member reported them unreachable.",
+	"sluice_read_barriers_total":                "Metadata read-barrier rounds this node ran (one round serves every reader queued meanwhile).",
+	"sluice_read_barrier_failures_total":        "Read-barrier rounds that could not confirm a fresh metadata view (their readers were refused).",
 	"sluice_controller_failover_seconds":        "Time from a fenced broker's last heartbeat to the commit that moved its leaderships.",
 	"sluice_raft_apply_duration_seconds":        "Metadata commit latency: from proposing a command on the controller to its application.",
 	"sluice_raft_leader_changes_total":          "Raft leader changes this node observed.",
