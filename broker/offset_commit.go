@@ -129,6 +129,7 @@ func (b *Broker) commitOffsets(r *request, req *kmsg.OffsetCommitRequest, barrie
 			}
 			commits = append(commits, coordinator.OffsetCommit{
 				Group:          req.Group,
+				Coordinator:    &b.config.NodeID,
 				TopicPartition: coordinator.TopicPartition{Topic: t.Topic, Partition: p.Partition},
 				CommittedOffset: coordinator.CommittedOffset{
 					Offset: p.Offset, LeaderEpoch: epoch, Metadata: optionalString(p.Metadata), CommitTimeMillis: nowMillis,
@@ -146,6 +147,17 @@ func (b *Broker) commitOffsets(r *request, req *kmsg.OffsetCommitRequest, barrie
 			b.logger.Warn("offset commit", "group", req.Group, "err", err)
 			for _, at := range accepted {
 				codes[at[0]][at[1]] = groupCommitErrorCode(err)
+			}
+			finish()
+			return
+		}
+		// A commit that applied after the group moved to another coordinator was dropped
+		// (coordinator.OffsetCommit.Coordinator): it is not in the offsets now applied here.
+		offsets := b.coordinator.Offsets()
+		for k, commit := range commits {
+			stored, ok := offsets.Lookup(commit.Group, commit.Topic, commit.Partition)
+			if !ok || stored.CommitTimeMillis < commit.CommitTimeMillis || (stored.CommitTimeMillis == commit.CommitTimeMillis && stored.Offset != commit.Offset) {
+				codes[accepted[k][0]][accepted[k][1]] = protocol.NotCoordinator.Code
 			}
 		}
 		finish()

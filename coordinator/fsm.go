@@ -148,7 +148,7 @@ func (f *fsm) Apply(entry *raft.Log) any {
 		return result
 	}
 	if oc, ok := c.(offsetsCommand); ok {
-		next, result := oc.applyOffsets(f.offsets.Load())
+		next, result := oc.applyOffsets(f.offsets.Load(), f.state.Load())
 		if next != nil {
 			next.Index = entry.Index
 			f.offsets.Store(next)

@@ -29,6 +29,9 @@ type CommittedOffset struct {
 // snapshots.
 type OffsetCommit struct {
 	Group string `json:"group"`
+	// Coordinator, when set, is the node that accepted the commit as the group's coordinator: the
+	// commit applies only if that node still coordinates the group when the entry applies.
+	Coordinator *int32 `json:"coordinator,omitempty"`
 	TopicPartition
 	CommittedOffset
 }
