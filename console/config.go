@@ -21,7 +21,7 @@ type Config struct {
 	// delete groups). Off, every POST is refused with 403 and the pages show no forms.
 	Writes bool
 	// Authorize, when set, is asked before every write; an error refuses it with 403 and the
-	// error's text. See the package doc for what it must do once ACLs exist.
+	// error's text: a policy on top of the broker's own ACL checks (package doc, Login).
 	Authorize func(r *http.Request, action Action) error
 	// SampleInterval is how often the sampler records log end offsets and group offsets for the
 	// charts, and how often open pages refresh their live parts.

@@ -155,6 +155,10 @@ func TestLoginActsAsTheUser(t *testing.T) {
 		t.Error("alice opens topic u")
 	}
 	alice.expect(http.MethodGet, "/ui/topics/t", nil, 200, "online")
+	alice.expect(http.MethodGet, "/ui/topics/t/messages", nil, 200, `id="messages"`)
+	alice.expect(http.MethodGet, "/ui/", nil, 200, `id="nodes"`)
+	alice.expect(http.MethodGet, "/ui/groups", nil, 200)
+	alice.expect(http.MethodGet, "/ui/config", nil, 403, "CLUSTER_AUTHORIZATION_FAILED") // broker configs need DESCRIBE_CONFIGS on the cluster
 	// The charts' sampler acts as admin; alice's throughput page shows none of its other topics.
 	deadline := time.Now().Add(20 * time.Second)
 	for !sampled(c, "u") {
