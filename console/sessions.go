@@ -234,6 +234,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, status, "login", "Log in", "", body)
 		return
 	}
+	if cookie, err := r.Cookie(sessionCookie); err == nil {
+		c.sessions.remove(cookie.Value) // a login replaces the browser's earlier session
+	}
 	now := time.Now()
 	one := &session{id: randomHex(32), user: body.User, kafka: kafka, created: now, lastUsed: now}
 	c.sessions.add(one)

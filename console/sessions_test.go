@@ -176,6 +176,7 @@ func TestLoginActsAsTheUser(t *testing.T) {
 
 	adminBrowser := newBrowser(t, server)
 	adminBrowser.login("admin", "admin-secret", 303)
+	adminBrowser.login("admin", "admin-secret", 303) // again: replaces the first session
 	adminBrowser.expect(http.MethodPost, "/ui/topics", url.Values{"name": {"made"}, "partitions": {"2"}}, 303, "/ui/topics/made")
 	adminBrowser.expect(http.MethodGet, "/ui/topics", nil, 200, `href="/ui/topics/u"`, `href="/ui/topics/made"`, `id="user">admin<`)
 	if n := c.sessions.count(); n != 2 {
