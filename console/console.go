@@ -31,10 +31,12 @@ type Console struct {
 	shared *kafkaClients
 	// sessions are the logged-in browsers (only when Config.SASLMechanism is set).
 	sessions *sessionStore
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	samples  *sampleRing
-	csrfKey  []byte
+	// loginLimit slows password guessing: 5 failed logins a minute per remote host.
+	loginLimit *loginLimiter
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
+	samples    *sampleRing
+	csrfKey    []byte
 
 	// The sampler starts with the first request (startSampling), so a broker whose console is
 	// never opened sends itself no requests; it runs until Close.
@@ -73,6 +75,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux = c.routes()
 	if cfg.SASLMechanism != "" {
 		c.sessions = newSessionStore(cfg)
+		c.loginLimit = newLoginLimiter(5, time.Minute, 10000)
 		c.sampling.Add(1)
 		go func() {
 			defer c.sampling.Done()

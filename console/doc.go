@@ -50,7 +50,9 @@
 // (/ui/login) and the static files needs a session. The login form (POST, CSRF-protected like the
 // write forms) takes a user name and password, and the console checks them the only way it can:
 // it makes a set of Kafka clients that authenticate as that user with that mechanism and sends a
-// Metadata request through each. A refusal answers 401 on the form; success starts a session:
+// Metadata request through each. A refusal answers 401 on the form (after 5 refusals within a
+// minute, a remote host gets 429 without the broker being asked, until the minute is over);
+// success starts a session:
 // a random 32-byte id in a cookie (HttpOnly, SameSite=Strict, Path=/ui, Secure over HTTPS,
 // expiring with the session), held server-side with the user's clients. Every page and write of
 // the session goes through those clients, so the broker's ACLs decide what the user sees (a topic

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -210,6 +211,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	body := loginBody{Next: safeNext(r.PostFormValue("next")), User: strings.TrimSpace(r.PostFormValue("user")), Mechanism: c.cfg.SASLMechanism}
 	password := r.PostFormValue("password")
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	if !c.loginLimit.allowed(host, time.Now()) {
+		body.Error = "Too many failed logins from your address: wait a minute and try again."
+		c.render(w, r, http.StatusTooManyRequests, "login", "Log in", "", body)
+		return
+	}
 	if body.User == "" || password == "" {
 		body.Error = "Give a user name and a password."
 		c.render(w, r, http.StatusBadRequest, "login", "Log in", "", body)
@@ -229,11 +236,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		body.Error = err.Error()
 		if errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, client.ErrAuthentication) {
 			status, body.Error = http.StatusUnauthorized, "Wrong user name or password."
+			c.loginLimit.failed(host, time.Now())
 		}
 		c.logger.Info("console: login refused", "user", body.User, "remote", r.RemoteAddr, "err", err)
 		c.render(w, r, status, "login", "Log in", "", body)
 		return
 	}
+	c.loginLimit.succeeded(host)
 	if cookie, err := r.Cookie(sessionCookie); err == nil {
 		c.sessions.remove(cookie.Value) // a login replaces the browser's earlier session
 	}

@@ -205,7 +205,8 @@ func sampled(c *Console, topic string) bool {
 	return ok
 }
 
-// TestSessionExpiresAndSCRAM: a SCRAM-SHA-512 user logs in; the idle session is ended and its
+// TestSessionExpiresAndSCRAM: a SCRAM-SHA-512 user logs in (after five wrong passwords the
+// host is refused for a while, even with the right one); the idle session is ended and its
 // clients closed by the sweeper, and the next page asks for a login again. Without a sampler
 // user no sampler runs.
 func TestSessionExpiresAndSCRAM(t *testing.T) {
@@ -219,7 +220,11 @@ func TestSessionExpiresAndSCRAM(t *testing.T) {
 		cfg.SASLMechanism, cfg.SessionIdleTimeout = client.SASLScramSHA512, 300*time.Millisecond
 	})
 	carol := newBrowser(t, server)
-	carol.login("carol", "wrong", 401)
+	for range 5 {
+		carol.login("carol", "wrong", 401)
+	}
+	carol.login("carol", "carol-secret", 429) // too many failures from this host: not even asked
+	c.loginLimit.succeeded("127.0.0.1")       // as if the minute had passed
 	carol.login("carol", "carol-secret", 303)
 	carol.expect(http.MethodGet, "/ui/", nil, 200, `id="user">carol<`)
 	deadline := time.Now().Add(10 * time.Second)
