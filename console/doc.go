@@ -51,10 +51,10 @@
 // write forms) takes a user name and password, and the console checks them the only way it can:
 // it makes a set of Kafka clients that authenticate as that user with that mechanism and sends a
 // Metadata request through each. A refusal answers 401 on the form (after 5 refusals within a
-// minute, a remote host gets 429 without the broker being asked, until the minute is over);
-// success starts a session:
-// a random 32-byte id in a cookie (HttpOnly, SameSite=Strict, Path=/ui, Secure over HTTPS,
-// expiring with the session), held server-side with the user's clients. Every page and write of
+// minute, a remote host gets 429 without the broker being asked, until the minute is over).
+// Success starts a session: a random 32-byte id in a cookie (HttpOnly, SameSite=Strict,
+// Path=/ui, Secure over HTTPS, expiring with the session), held server-side with the user's
+// clients. Every page and write of
 // the session goes through those clients, so the broker's ACLs decide what the user sees (a topic
 // without DESCRIBE is not listed and its pages answer 404) and may change. A session ends at
 // logout (POST /ui/logout), after Config.SessionIdleTimeout unused or Config.SessionMaxAge after
@@ -85,6 +85,6 @@
 //     consumer back.
 //   - With login, every handler runs with the clients of a live session (kafkaOf); a request
 //     without one gets the login form (GET) or 401 (POST), and never the sampler's clients.
-//   - Locks: sampleRing.mu and sessionStore.mu, never held together, each held only to copy or
-//     change its map; neither is held while closing clients or waiting for a messages channel.
+//   - Locks: sampleRing.mu, sessionStore.mu and loginLimiter.mu, never held together, each held
+//     only to copy or change its map; neither is held while closing clients or waiting for a messages channel.
 package console
