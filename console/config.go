@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -20,7 +21,7 @@ type Config struct {
 	// delete groups). Off, every POST is refused with 403 and the pages show no forms.
 	Writes bool
 	// Authorize, when set, is asked before every write; an error refuses it with 403 and the
-	// error's text. See the package doc for what it must do once ACLs exist.
+	// error's text: a policy on top of the broker's own ACL checks (package doc, Login).
 	Authorize func(r *http.Request, action Action) error
 	// SampleInterval is how often the sampler records log end offsets and group offsets for the
 	// charts, and how often open pages refresh their live parts.
@@ -39,6 +40,21 @@ type Config struct {
 	// clients (franz-go and sluice's): where the listener needs TLS or SASL, they carry it.
 	FranzOptions  []kgo.Opt
 	ClientOptions []client.Option
+
+	// SASLMechanism, when set (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), says the listener needs
+	// SASL: every page but the login form needs a session, and each session's Kafka clients
+	// authenticate as its user with this mechanism, so the broker's ACLs decide what the user
+	// sees and may change. Empty: no login, one set of shared clients.
+	SASLMechanism string
+	// SamplerUser and SamplerPassword are the principal the charts' sampler acts as when
+	// SASLMechanism is set; empty: no sampler, and the charts stay empty. Pages show only the
+	// sampled topics the logged-in user may describe.
+	SamplerUser, SamplerPassword string
+	// SessionIdleTimeout and SessionMaxAge end a session unused this long, or this old.
+	SessionIdleTimeout, SessionMaxAge time.Duration
+	// MaxSessions bounds the sessions (each holds Kafka connections); a login past it ends the
+	// least recently used session.
+	MaxSessions int
 }
 
 // Action is a write the console is about to make, for Config.Authorize.
@@ -55,6 +71,10 @@ func DefaultConfig() Config {
 		MaxSampledTopics: 500,
 		MaxSampledGroups: 200,
 		RequestTimeout:   10 * time.Second,
+
+		SessionIdleTimeout: 30 * time.Minute,
+		SessionMaxAge:      12 * time.Hour,
+		MaxSessions:        100,
 	}
 }
 
@@ -71,6 +91,12 @@ func (c Config) Validate() error {
 		return errors.New("console: sampled topic and group caps must be positive")
 	case c.RequestTimeout <= 0:
 		return errors.New("console: request timeout must be positive")
+	case c.SASLMechanism != "" && c.SASLMechanism != client.SASLPlain && c.SASLMechanism != client.SASLScramSHA256 && c.SASLMechanism != client.SASLScramSHA512:
+		return fmt.Errorf("console: SASL mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASLMechanism)
+	case c.SASLMechanism != "" && (c.SessionIdleTimeout <= 0 || c.SessionMaxAge <= 0 || c.MaxSessions < 1):
+		return errors.New("console: session timeouts and the session cap must be positive")
+	case c.SASLMechanism == "" && c.SamplerUser != "":
+		return errors.New("console: a sampler user needs a SASL mechanism")
 	}
 	return nil
 }

@@ -14,10 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-mq/sluice/client"
 )
 
 //go:embed templates/*.html
@@ -28,24 +24,25 @@ var staticFiles embed.FS
 
 // Console serves the pages under /ui. Create it with New and stop it with Close.
 type Console struct {
-	cfg     Config
-	logger  *slog.Logger
-	raw     *kgo.Client    // franz-go, for the requests client/ has no call for
-	client  *client.Client // sluice's client: the message browser and topic admin
-	pages   map[string]*template.Template
-	mux     *http.ServeMux
-	samples *sampleRing
-	csrfKey []byte
-	// messages holds the message browser's consumer while no page uses it: one page reads at a
-	// time (a Consumer per page would cost connections, and client.Client keeps every consumer
-	// it made until it closes).
-	messages chan *client.Consumer
+	cfg    Config
+	logger *slog.Logger
+	// shared are the clients of pages without login and of the sampler: nil when the listener
+	// needs SASL and no sampler principal is configured (then there is no sampler).
+	shared *kafkaClients
+	// sessions are the logged-in browsers (only when Config.SASLMechanism is set).
+	sessions *sessionStore
+	// loginLimit slows password guessing: 5 failed logins a minute per remote host.
+	loginLimit *loginLimiter
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
+	samples    *sampleRing
+	csrfKey    []byte
 
 	// The sampler starts with the first request (startSampling), so a broker whose console is
 	// never opened sends itself no requests; it runs until Close.
 	startSampler sync.Once
 	stop         chan struct{}
-	sampling     sync.WaitGroup
+	sampling     sync.WaitGroup // the sampler and the session sweeper
 	closed       atomic.Bool
 }
 
@@ -66,34 +63,32 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c.pages = pages
-	franzOptions := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("sluice-console"),
-		kgo.RetryTimeout(cfg.RequestTimeout), kgo.DialTimeout(min(cfg.RequestTimeout, 5*time.Second))}, cfg.FranzOptions...)
-	if c.raw, err = kgo.NewClient(franzOptions...); err != nil {
-		return nil, fmt.Errorf("console: franz-go client: %w", err)
+	switch {
+	case cfg.SASLMechanism == "":
+		c.shared, err = newKafkaClients(cfg, "sluice-console", credentials{})
+	case cfg.SamplerUser != "":
+		c.shared, err = newKafkaClients(cfg, "sluice-console-sampler", credentials{cfg.SASLMechanism, cfg.SamplerUser, cfg.SamplerPassword})
 	}
-	clientOptions := append([]client.Option{client.WithSeedBrokers(cfg.Brokers...), client.WithClientID("sluice-console"),
-		client.WithRequestTimeout(cfg.RequestTimeout)}, cfg.ClientOptions...)
-	if c.client, err = client.New(clientOptions...); err != nil {
-		c.raw.Close()
-		return nil, fmt.Errorf("console: client: %w", err)
-	}
-	consumer, err := client.NewConsumer(c.client, client.WithFetchMaxWait(200*time.Millisecond),
-		client.WithConsumerBufferBytes(4<<20), client.WithFetchMaxPartitionBytes(1<<20))
 	if err != nil {
-		c.client.Close()
-		c.raw.Close()
-		return nil, fmt.Errorf("console: consumer: %w", err)
+		return nil, err
 	}
-	c.messages = make(chan *client.Consumer, 1)
-	c.messages <- consumer
 	c.mux = c.routes()
+	if cfg.SASLMechanism != "" {
+		c.sessions = newSessionStore(cfg)
+		c.loginLimit = newLoginLimiter(5, time.Minute, 10000)
+		c.sampling.Add(1)
+		go func() {
+			defer c.sampling.Done()
+			c.runSweeper(c.stop)
+		}()
+	}
 	return c, nil
 }
 
 // startSampling starts the sampler once, unless the console is closed.
 func (c *Console) startSampling() {
 	c.startSampler.Do(func() {
-		if c.closed.Load() {
+		if c.closed.Load() || c.shared == nil {
 			return
 		}
 		c.sampling.Add(1)
@@ -110,16 +105,24 @@ func (c *Console) Close() error {
 	c.startSampler.Do(func() {}) // no sampler starts from here on
 	close(c.stop)
 	c.sampling.Wait()
-	consumer := <-c.messages // waits for a page still reading
-	consumer.Close()
-	c.raw.Close()
-	return c.client.Close()
+	if c.sessions != nil {
+		c.sessions.sweep(time.Now(), true)
+	}
+	if c.shared != nil {
+		return c.shared.close()
+	}
+	return nil
 }
 
-// ServeHTTP serves /ui and everything under it.
+// ServeHTTP serves /ui and everything under it: with the shared clients, or, when the listener
+// needs SASL, with the clients of the request's session (serveLoggedIn).
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.SASLMechanism != "" {
+		c.serveLoggedIn(w, r)
+		return
+	}
 	c.startSampling()
-	c.mux.ServeHTTP(w, r)
+	c.mux.ServeHTTP(w, withKafka(r, c.shared))
 }
 
 func (c *Console) routes() *http.ServeMux {
@@ -127,6 +130,9 @@ func (c *Console) routes() *http.ServeMux {
 	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /ui/login", c.loginPage)
+	mux.HandleFunc("POST /ui/login", c.login)
+	mux.HandleFunc("POST /ui/logout", c.logout)
 	mux.HandleFunc("GET /ui/{$}", c.clusterPage)
 	mux.HandleFunc("GET /ui/topics", c.topicsPage)
 	mux.HandleFunc("GET /ui/topics/{topic}", c.topicPage)
@@ -148,12 +154,14 @@ type pageData struct {
 	Section       string // the nav entry to highlight
 	Writes        bool
 	CSRF          string
+	User          string // the logged-in user; "" without login
+	Login         bool   // the console asks for a login
 	RefreshMillis int
 	Now           time.Time
 	Body          any
 }
 
-var pageNames = []string{"cluster", "topics", "topic", "messages", "groups", "group", "throughput", "config", "error"}
+var pageNames = []string{"cluster", "topics", "topic", "messages", "groups", "group", "throughput", "config", "error", "login"}
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
@@ -189,8 +197,9 @@ func joinInt32s(values []int32) string {
 // render writes page name with body; a template failure after the first byte can only be logged.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name, title, section string, body any) {
 	data := pageData{Title: title, Section: section, Writes: c.cfg.Writes, Now: time.Now(), Body: body,
-		RefreshMillis: int(max(c.cfg.SampleInterval, 500*time.Millisecond) / time.Millisecond)}
-	if c.cfg.Writes {
+		RefreshMillis: int(max(c.cfg.SampleInterval, 500*time.Millisecond) / time.Millisecond),
+		User:          userOf(r), Login: c.cfg.SASLMechanism != ""}
+	if c.cfg.Writes || data.Login {
 		data.CSRF = c.csrfToken(w, r)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -4,7 +4,8 @@
 //
 // # Where the data comes from
 //
-// The console is just another Kafka client. It dials the broker's own Kafka listener
+// The console is just another Kafka client (one set of clients per identity: shared without
+// login, one per session with it; kafka.go). It dials the broker's own Kafka listener
 // (Config.Brokers) and asks what any client may ask: Metadata and DescribeCluster (nodes,
 // controller, partitions, leaders, ISR), ListOffsets (log start and end), DescribeLogDirs (sizes
 // and disk), DescribeConfigs (topic and broker configs), ListGroups, DescribeGroups,
@@ -35,15 +36,42 @@
 // made at start; a POST whose token does not match its cookie, or whose Origin names another host,
 // is refused with 403.
 //
-// Authorization hook: before any write the console calls Config.Authorize with the request and
-// the Action (operation and resource). Today nothing is authenticated, so sluiced leaves it nil
-// and --ui-writes alone decides. Once ACLs exist, Authorize must resolve the logged-in principal
-// (from the HTTP authentication the console is given) and check the ACL for that principal, not
-// for the console's own Kafka connection; and the console's Kafka client should then act as that
-// principal (or as a principal allowed to act on behalf of it), so the broker checks the same ACL
-// again. Reads are not checked yet: the same hook is the place to add describe/read checks.
-// Where the Kafka listener requires TLS or SASL, Config.FranzOptions and Config.ClientOptions
-// carry the console's own credentials to its two clients.
+// Config.Authorize, when set, is asked before every write with the request and the Action
+// (operation and resource), after the CSRF check; its error refuses the write with 403. It is an
+// extra policy of the embedding program: where the listener needs SASL, the broker already checks
+// every write against the logged-in user's ACLs (see Login), and a refusal shows the broker's
+// error (TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED)
+// with status 403.
+//
+// # Login
+//
+// When Config.SASLMechanism is set (sluiced sets it when the listener the console dials needs
+// SASL: --require-sasl, or a SASL_PLAINTEXT or SASL_SSL listener), every page but the login form
+// (/ui/login) and the static files needs a session. The login form (POST, CSRF-protected like the
+// write forms) takes a user name and password, and the console checks them the only way it can:
+// it makes a set of Kafka clients that authenticate as that user with that mechanism and sends a
+// Metadata request through each. A refusal answers 401 on the form (after 5 refusals within a
+// minute, a remote host gets 429 without the broker being asked, until the minute is over).
+// Success starts a session: a random 32-byte id in a cookie (HttpOnly, SameSite=Strict,
+// Path=/ui, Secure over HTTPS, expiring with the session), held server-side with the user's
+// clients. Every page and write of
+// the session goes through those clients, so the broker's ACLs decide what the user sees (a topic
+// without DESCRIBE is not listed and its pages answer 404) and may change. A session ends at
+// logout (POST /ui/logout), after Config.SessionIdleTimeout unused or Config.SessionMaxAge after
+// login (a sweeper goroutine, owned by Console, ends expired ones), or when a login past
+// Config.MaxSessions evicts the least recently used one; its clients are closed then. The
+// password is kept only inside the session's clients (they re-authenticate new connections).
+//
+// The charts' sampler needs a principal of its own: Config.SamplerUser and SamplerPassword
+// (sluiced --ui-sasl-user, --ui-sasl-password). Without them no sampler runs behind a SASL
+// listener and the charts stay empty. With them, pages show a user only the sampled topics their
+// own Metadata lists, and a group's lag chart only their visible topics' partitions, so the
+// sampler's wider view leaks no topic names.
+//
+// Without SASL on the listener nothing of this applies: one set of shared clients serves every
+// page and the sampler, and there is no login. Where the listener needs TLS,
+// Config.FranzOptions and Config.ClientOptions carry the TLS settings to every client (sluiced
+// passes a config that trusts the broker's own certificate or its --tls-ca).
 //
 // # Invariants
 //
@@ -51,9 +79,12 @@
 //     requests have auto-creation off), so browsing a topic name that does not exist shows
 //     "unknown topic" rather than creating it.
 //   - Every Kafka request of a page is bounded by Config.RequestTimeout.
-//   - The message browser has one client.Consumer, held by one page at a time (Console.messages,
-//     a channel of capacity 1 used as a lock that a page's context can give up waiting on);
-//     each read assigns one partition and unassigns it before handing the consumer back.
-//   - Locks: sampleRing.mu is the only mutex, held only to copy samples in or out; it is never
-//     held while waiting for Console.messages.
+//   - Each set of clients has one message browser client.Consumer, held by one page at a time
+//     (kafkaClients.messages, a channel of capacity 1 used as a lock that a page's context can
+//     give up waiting on); each read assigns one partition and unassigns it before handing the
+//     consumer back.
+//   - With login, every handler runs with the clients of a live session (kafkaOf); a request
+//     without one gets the login form (GET) or 401 (POST), and never the sampler's clients.
+//   - Locks: sampleRing.mu, sessionStore.mu and loginLimiter.mu, never held together, each held
+//     only to copy or change its map; neither is held while closing clients or waiting for a messages channel.
 package console

@@ -26,29 +26,31 @@ type clusterBody struct {
 func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.requestContext(r)
 	defer cancel()
-	cluster, err := metadata(ctx, c.raw)
+	k := kafkaOf(r)
+	cluster, err := metadata(ctx, k.raw)
 	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+		c.fail(w, r, statusOf(err), err)
 		return
 	}
-	fillSizes(ctx, c.raw, cluster)
+	fillSizes(ctx, k.raw, cluster)
 	body := clusterBody{Cluster: cluster, Partitions: cluster.Online + cluster.UnderReplicated + cluster.Offline}
-	body.Throughput = lineChart([]chartSeries{{"records in", totalRate(c.samples.snapshot())}}, time.Now(), c.rateSpan(), "/s", 720, 180)
+	body.Throughput = lineChart([]chartSeries{{"records in", totalRate(c.visibleSamples(ctx, r))}}, time.Now(), c.rateSpan(), "/s", 720, 180)
 	c.render(w, r, http.StatusOK, "cluster", "Cluster", "cluster", body)
 }
 
 func (c *Console) groupsPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.requestContext(r)
 	defer cancel()
-	groups, err := listGroups(ctx, c.raw)
+	k := kafkaOf(r)
+	groups, err := listGroups(ctx, k.raw)
 	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+		c.fail(w, r, statusOf(err), err)
 		return
 	}
 	// Lag now: one sample's worth of requests (metadata, offsets, each group's commits).
-	now, err := takeSample(ctx, c.raw, c.client, c.cfg, time.Now())
+	now, err := takeSample(ctx, k.raw, k.client, c.cfg, time.Now())
 	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+		c.fail(w, r, statusOf(err), err)
 		return
 	}
 	req := kmsg.NewPtrDescribeGroupsRequest()
@@ -57,7 +59,7 @@ func (c *Console) groupsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	members := map[string]int{}
 	if len(req.Groups) > 0 {
-		if resp, err := req.RequestWith(ctx, c.raw); err == nil {
+		if resp, err := req.RequestWith(ctx, k.raw); err == nil {
 			for _, g := range resp.Groups {
 				members[g.Group] = len(g.Members)
 			}
@@ -85,16 +87,17 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("group")
 	ctx, cancel := c.requestContext(r)
 	defer cancel()
-	group, _, err := describeGroup(ctx, c.raw, name)
+	k := kafkaOf(r)
+	group, _, err := describeGroup(ctx, k.raw, name)
 	if errors.Is(err, errGroupNotFound) {
-		group, err = c.describeShareGroup(ctx, name)
+		group, err = c.describeShareGroup(ctx, k, name)
 	}
 	if errors.Is(err, errGroupNotFound) {
 		c.fail(w, r, http.StatusNotFound, err)
 		return
 	}
 	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+		c.fail(w, r, statusOf(err), err)
 		return
 	}
 	body := groupBody{Group: group}
@@ -105,7 +108,7 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request) {
 			body.Topics = append(body.Topics, o.Topic)
 		}
 	}
-	total, partitions := groupLagSeries(c.samples.snapshot(), name, 6)
+	total, partitions := groupLagSeries(c.visibleSamples(ctx, r), name, 6)
 	series := []chartSeries{{"total lag", total}}
 	var keys []topicPartition
 	for tp := range partitions {
@@ -143,7 +146,9 @@ func latest(points []point) float64 {
 }
 
 func (c *Console) throughputPage(w http.ResponseWriter, r *http.Request) {
-	samples, now := c.samples.snapshot(), time.Now()
+	ctx, cancel := c.requestContext(r)
+	defer cancel()
+	samples, now := c.visibleSamples(ctx, r), time.Now()
 	body := throughputBody{}
 	topics := map[string]bool{}
 	for _, s := range samples {
@@ -181,9 +186,10 @@ type configBody struct {
 func (c *Console) configPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.requestContext(r)
 	defer cancel()
-	cluster, err := metadata(ctx, c.raw)
+	k := kafkaOf(r)
+	cluster, err := metadata(ctx, k.raw)
 	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+		c.fail(w, r, statusOf(err), err)
 		return
 	}
 	body := configBody{Brokers: cluster.Brokers, Node: -1}
@@ -200,8 +206,8 @@ func (c *Console) configPage(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Node = int32(node)
 	}
-	if body.Configs, err = describeConfigs(ctx, c.raw, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(body.Node))); err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+	if body.Configs, err = describeConfigs(ctx, k.raw, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(body.Node))); err != nil {
+		c.fail(w, r, statusOf(err), err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "config", "Broker config", "config", body)

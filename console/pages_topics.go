@@ -27,16 +27,17 @@ type topicRow struct {
 func (c *Console) topicsPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.requestContext(r)
 	defer cancel()
-	cluster, err := c.cluster(ctx)
+	k := kafkaOf(r)
+	cluster, err := cluster(ctx, k)
 	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+		c.fail(w, r, statusOf(err), err)
 		return
 	}
 	var names []string
 	for _, t := range cluster.Topics {
 		names = append(names, t.Name)
 	}
-	configs := topicConfigs(ctx, c.raw, names)
+	configs := topicConfigs(ctx, k.raw, names)
 	samples, now := c.samples.snapshot(), time.Now()
 	var rows []topicRow
 	for _, t := range cluster.Topics {
@@ -56,16 +57,17 @@ func (c *Console) topicsPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "topics", "Topics", "topics", rows)
 }
 
-// cluster is the whole cluster with offsets and sizes.
-func (c *Console) cluster(ctx context.Context, topics ...string) (*clusterState, error) {
-	cluster, err := metadata(ctx, c.raw, topics...)
+// cluster is the whole cluster (or the named topics) with offsets and sizes, as k's principal
+// may see it.
+func cluster(ctx context.Context, k *kafkaClients, topics ...string) (*clusterState, error) {
+	cluster, err := metadata(ctx, k.raw, topics...)
 	if err != nil {
 		return nil, err
 	}
-	if err := fillOffsets(ctx, c.raw, cluster); err != nil {
+	if err := fillOffsets(ctx, k.raw, cluster); err != nil {
 		return nil, err
 	}
-	fillSizes(ctx, c.raw, cluster)
+	fillSizes(ctx, k.raw, cluster)
 	return cluster, nil
 }
 
@@ -134,8 +136,8 @@ func (c *Console) topicPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	configs, err := describeConfigs(ctx, c.raw, kmsg.ConfigResourceTypeTopic, name)
-	if err != nil {
+	configs, err := describeConfigs(ctx, kafkaOf(r).raw, kmsg.ConfigResourceTypeTopic, name)
+	if err != nil && statusOf(err) != http.StatusForbidden { // without DESCRIBE_CONFIGS: no configs
 		c.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
@@ -155,9 +157,9 @@ func (c *Console) topicPage(w http.ResponseWriter, r *http.Request) {
 
 // knownTopic loads one topic with offsets and sizes, or renders 404 (or 502) and reports false.
 func (c *Console) knownTopic(ctx context.Context, w http.ResponseWriter, r *http.Request, name string) (topicState, *clusterState, bool) {
-	cluster, err := c.cluster(ctx, name)
+	cluster, err := cluster(ctx, kafkaOf(r), name)
 	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, err)
+		c.fail(w, r, statusOf(err), err)
 		return topicState{}, nil, false
 	}
 	topic, ok := cluster.topic(name)
@@ -215,13 +217,13 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	var consumer *client.Consumer
 	select {
-	case consumer = <-c.messages:
+	case consumer = <-kafkaOf(r).messages:
 	case <-ctx.Done():
 		c.fail(w, r, http.StatusServiceUnavailable, errors.New("console: the message browser is busy; try again"))
 		return
 	}
 	body.Result, err = browse(ctx, consumer, name, query, body.Partition.LogStart, body.Partition.LogEnd)
-	c.messages <- consumer
+	kafkaOf(r).messages <- consumer
 	if err != nil {
 		c.fail(w, r, http.StatusBadGateway, err)
 		return

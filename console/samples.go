@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -220,7 +221,7 @@ func (c *Console) runSampler(stop <-chan struct{}) {
 			case <-ctx.Done():
 			}
 		}()
-		s, err := takeSample(ctx, c.raw, c.client, c.cfg, time.Now())
+		s, err := takeSample(ctx, c.shared.raw, c.shared.client, c.cfg, time.Now())
 		cancel()
 		if err == nil {
 			c.samples.add(s)
@@ -235,4 +236,45 @@ func (c *Console) runSampler(stop <-chan struct{}) {
 		case <-ticker.C:
 		}
 	}
+}
+
+// visibleSamples returns the samples as r's user may see them: without login all of them; with
+// login only the topics the user's Metadata lists (the broker leaves out those it may not
+// describe), so the sampler's principal shows no one a topic their ACLs hide.
+func (c *Console) visibleSamples(ctx context.Context, r *http.Request) []sample {
+	samples := c.samples.snapshot()
+	if c.cfg.SASLMechanism == "" || len(samples) == 0 {
+		return samples
+	}
+	visible := map[string]bool{}
+	if cluster, err := metadata(ctx, kafkaOf(r).raw); err == nil {
+		for _, t := range cluster.Topics {
+			visible[t.Name] = true
+		}
+	}
+	out := make([]sample, len(samples))
+	for i, s := range samples {
+		filtered := sample{At: s.At, TopicEnds: map[string]int64{}, TopicBytes: map[string]int64{}, GroupLags: map[string]map[topicPartition]int64{}, TopicsCut: s.TopicsCut, GroupsCut: s.GroupsCut}
+		for topic, end := range s.TopicEnds {
+			if visible[topic] {
+				filtered.TopicEnds[topic] = end
+			}
+		}
+		for topic, size := range s.TopicBytes {
+			if visible[topic] {
+				filtered.TopicBytes[topic] = size
+			}
+		}
+		for group, lags := range s.GroupLags {
+			shown := map[topicPartition]int64{}
+			for tp, lag := range lags {
+				if visible[tp.Topic] {
+					shown[tp] = lag
+				}
+			}
+			filtered.GroupLags[group] = shown
+		}
+		out[i] = filtered
+	}
+	return out
 }

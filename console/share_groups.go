@@ -15,8 +15,8 @@ import (
 // their assignments, and per share partition its start offset (everything below is acknowledged
 // or archived) in the Committed column and the broker's lag (records below the high watermark
 // not yet done). errGroupNotFound when no share group has that name.
-func (c *Console) describeShareGroup(ctx context.Context, name string) (*groupState, error) {
-	description, err := client.NewAdmin(c.client).DescribeShareGroup(ctx, name)
+func (c *Console) describeShareGroup(ctx context.Context, k *kafkaClients, name string) (*groupState, error) {
+	description, err := client.NewAdmin(k.client).DescribeShareGroup(ctx, name)
 	var kafkaErr *client.KafkaError
 	if errors.As(err, &kafkaErr) && kafkaErr.Code == kerr.GroupIDNotFound.Code {
 		return nil, fmt.Errorf("console: group %s: %w", name, errGroupNotFound)
@@ -43,7 +43,7 @@ func (c *Console) describeShareGroup(ctx context.Context, name string) (*groupSt
 	}
 	ends := map[topicPartition]int64{}
 	if len(topics) > 0 {
-		if cluster, err := c.cluster(ctx, dedupe(topics)...); err == nil {
+		if cluster, err := cluster(ctx, k, dedupe(topics)...); err == nil {
 			for _, t := range cluster.Topics {
 				for _, p := range t.Partitions {
 					ends[topicPartition{t.Name, p.Partition}] = p.LogEnd

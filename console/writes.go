@@ -92,10 +92,10 @@ func (c *Console) write(operation, resource string, do func(ctx context.Context,
 			return
 		}
 		if err != nil {
-			c.fail(w, r, http.StatusBadGateway, err)
+			c.fail(w, r, statusOf(err), err)
 			return
 		}
-		c.logger.Info("console: write", "operation", operation, "resource", action.Resource, "remote", r.RemoteAddr)
+		c.logger.Info("console: write", "operation", operation, "resource", action.Resource, "user", userOf(r), "remote", r.RemoteAddr)
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	}
 }
@@ -129,7 +129,7 @@ func (c *Console) createTopic(ctx context.Context, r *http.Request) (string, err
 		return "", err
 	}
 	spec := client.TopicSpec{Name: name, Partitions: int32(partitions), ReplicationFactor: int16(replicationFactor)}
-	if err := client.NewAdmin(c.client).CreateTopics(ctx, spec); err != nil {
+	if err := client.NewAdmin(kafkaOf(r).client).CreateTopics(ctx, spec); err != nil {
 		return "", fmt.Errorf("console: create topic %s: %w", name, err)
 	}
 	return "/ui/topics/" + url.PathEscape(name), nil
@@ -140,7 +140,7 @@ func (c *Console) deleteTopic(ctx context.Context, r *http.Request) (string, err
 	if r.PostFormValue("confirm") != name {
 		return "", badInput{fmt.Errorf("console: type the topic's name (%s) to delete it", name)}
 	}
-	if err := client.NewAdmin(c.client).DeleteTopics(ctx, name); err != nil {
+	if err := client.NewAdmin(kafkaOf(r).client).DeleteTopics(ctx, name); err != nil {
 		return "", fmt.Errorf("console: delete topic %s: %w", name, err)
 	}
 	return "/ui/topics", nil
@@ -151,7 +151,7 @@ func (c *Console) deleteTopic(ctx context.Context, r *http.Request) (string, err
 // members (they would overwrite it).
 func (c *Console) resetOffsets(ctx context.Context, r *http.Request) (string, error) {
 	group, topic, to := r.PathValue("group"), r.PostFormValue("topic"), r.PostFormValue("to")
-	cluster, err := c.cluster(ctx, topic)
+	cluster, err := cluster(ctx, kafkaOf(r), topic)
 	if err != nil {
 		return "", err
 	}
@@ -186,7 +186,7 @@ func (c *Console) resetOffsets(ctx context.Context, r *http.Request) (string, er
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.raw)
+	resp, err := req.RequestWith(ctx, kafkaOf(r).raw)
 	if err != nil {
 		return "", fmt.Errorf("console: reset offsets of %s: %w", group, err)
 	}
@@ -211,7 +211,7 @@ func (c *Console) deleteGroup(ctx context.Context, r *http.Request) (string, err
 	}
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, c.raw)
+	resp, err := req.RequestWith(ctx, kafkaOf(r).raw)
 	if err != nil {
 		return "", fmt.Errorf("console: delete group %s: %w", group, err)
 	}

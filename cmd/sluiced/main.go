@@ -110,6 +110,8 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	opts.ui = console.DefaultConfig()
 	fs.BoolVar(&opts.ui.Writes, "ui-writes", false, "let the web console (/ui on --http) create and delete topics, reset offsets and delete groups")
 	fs.DurationVar(&opts.ui.SampleInterval, "ui-sample-interval", opts.ui.SampleInterval, "how often the web console samples offsets for its throughput and lag charts")
+	fs.StringVar(&opts.ui.SamplerUser, "ui-sasl-user", "", "on a SASL listener: the user the web console's chart sampler authenticates as (needs DESCRIBE on what it charts); empty: no charts (pages still work, as each logged-in user)")
+	fs.StringVar(&opts.ui.SamplerPassword, "ui-sasl-password", "", "password of --ui-sasl-user")
 	opts.listeners.register(fs)
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
