@@ -181,6 +181,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: apply metadata after registering: %w", err)
 	}
 	b.coordinator.StartSession(registration)
+	b.background.Add(1)
+	go b.runSessionLapseCheck()
 	b.background.Add(2)
 	go b.runRetention()
 	b.background.Add(1)

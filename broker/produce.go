@@ -193,6 +193,9 @@ func (b *Broker) produceToPartition(counters *topicCounters, topic string, index
 	if err != nil {
 		return nil, segment.AppendResult{}, err
 	}
+	if b.sessionLapsed(time.Now()) {
+		return p, segment.AppendResult{}, errSessionLapsed(topic, index)
+	}
 	state := p.state.Load()
 	if len(records) == 0 {
 		return p, segment.AppendResult{}, fmt.Errorf("broker: produce to %s-%d without records: %w", topic, index, protocol.CorruptMessage)

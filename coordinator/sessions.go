@@ -10,6 +10,7 @@ package coordinator
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,27 @@ type session struct {
 	stop    chan struct{} // nil while no session runs
 	done    chan struct{}
 	stopped bool // set by stopSession: no session starts again
+	// renewed is when the last heartbeat that the controller acknowledged was sent (Unix
+	// nanoseconds; 0 before the first): the controller saw this node alive at or after it.
+	renewed atomic.Int64
+}
+
+// SessionExpired reports whether this broker has gone more than the session timeout without a
+// heartbeat the controller acknowledged, so the controller may have fenced it and moved its
+// leaderships. Its clock starts no later than the controller's, so this turns true no later than
+// the controller fences. False before the first heartbeat.
+func (c *Coordinator) SessionExpired(now time.Time) bool {
+	renewed := c.session.renewed.Load()
+	return renewed != 0 && now.Sub(time.Unix(0, renewed)) > c.config.BrokerSessionTimeout
+}
+
+func (c *Coordinator) sessionRenewed(sentAt time.Time) {
+	for {
+		old := c.session.renewed.Load()
+		if sentAt.UnixNano() <= old || c.session.renewed.CompareAndSwap(old, sentAt.UnixNano()) {
+			return
+		}
+	}
 }
 
 // StartSession starts heartbeating for broker (registered with RegisterBroker) until Close or
@@ -69,8 +91,12 @@ func (c *Coordinator) runSession(nodeID int32, stop, done chan struct{}) {
 			case <-ctx.Done():
 			}
 		}()
+		sentAt := time.Now()
 		_, err := callController(c, ctx, opHeartbeat, nodeID, c.heartbeat)
 		cancel()
+		if err == nil {
+			c.sessionRenewed(sentAt)
+		}
 		if err != nil && time.Since(lastWarning) > 5*time.Second {
 			lastWarning = time.Now()
 			c.logger.Warn("coordinator: heartbeat to the controller failed", "node", nodeID, "error", err)
@@ -86,7 +112,11 @@ func (c *Coordinator) runSession(nodeID int32, stop, done chan struct{}) {
 // Heartbeat renews nodeID's session once, now, unfencing it if it was fenced (a broker calls it
 // right after registering a new incarnation, so that it leads again before it says it serves).
 func (c *Coordinator) Heartbeat(ctx context.Context, nodeID int32) error {
+	sentAt := time.Now()
 	_, err := callController(c, ctx, opHeartbeat, nodeID, c.heartbeat)
+	if err == nil {
+		c.sessionRenewed(sentAt)
+	}
 	return err
 }
 

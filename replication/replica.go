@@ -230,6 +230,16 @@ func (r *Replica) MakeFollower(leaderID, leaderEpoch, partitionEpoch int32, repl
 	return changed
 }
 
+// AbandonWaiters answers every waiting acks=all producer with err, keeping the role: this leader
+// can no longer tell whether it still leads (its controller session lapsed).
+func (r *Replica) AbandonWaiters(err error) {
+	r.mu.Lock()
+	failed := r.mu.waiters
+	r.mu.waiters = nil
+	r.mu.Unlock()
+	answer(failed, err)
+}
+
 // Stop drops the role: the replica is being deleted or the broker is closing.
 func (r *Replica) Stop() {
 	r.appendGate.Lock()
