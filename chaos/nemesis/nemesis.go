@@ -267,19 +267,32 @@ func (n *Nemesis) flaky(f Fault) func() (string, error) {
 
 // fill takes all but a little of the free space of path's filesystem.
 func fill(path string) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
-		return fmt.Errorf("nemesis: statfs: %w", err)
-	}
-	free := int64(st.Bavail) * int64(st.Bsize)
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("nemesis: %w", err)
 	}
 	defer f.Close()
-	if size := free - 16<<10; size > 0 {
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+	// The node keeps writing between statfs and fallocate: when the space went meanwhile, measure
+	// again and take what is left.
+	var allocated int64
+	for attempt := 0; attempt < 8; attempt++ {
+		var st unix.Statfs_t
+		if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+			return fmt.Errorf("nemesis: statfs: %w", err)
+		}
+		size := int64(st.Bavail)*int64(st.Bsize) - 16<<10
+		if size <= 0 {
+			return nil
+		}
+		err := unix.Fallocate(int(f.Fd()), 0, allocated, size)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.ENOSPC) {
 			return fmt.Errorf("nemesis: fill %s: %w", path, err)
+		}
+		if info, statErr := f.Stat(); statErr == nil {
+			allocated = info.Size()
 		}
 	}
 	return nil
