@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
+	"github.com/sluice-mq/sluice/group"
 	"github.com/sluice-mq/sluice/loglimit"
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/replication"
@@ -141,7 +142,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	// This run's incarnation: until the controller has recorded it (and fenced what the previous
 	// run led), the registry leads nothing, however stale metadata reads.
 	b.registry.incarnation = rand.Text()
-	b.unsubscribe = b.coordinator.Subscribe(b.registry.applyMetadata)
+	b.unsubscribe = b.coordinator.Subscribe(func(old, new *coordinator.Metadata) {
+		b.registry.applyMetadata(old, new)
+		live := new.LiveBrokerIDs()
+		b.groups.dropMoved(func(id string) bool { return group.CoordinatorFor(id, live) == b.config.NodeID })
+	})
 	if err := b.registry.waitVersion(ctx, b.coordinator.Metadata().Version); err != nil {
 		b.shutdownMetadata()
 		return nil, err

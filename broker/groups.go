@@ -320,3 +320,36 @@ func groupCommitErrorCode(err error) int16 {
 	}
 	return protocol.CodeFor(err)
 }
+
+// dropMoved forgets the in-memory groups this broker no longer coordinates (owns reports which it
+// does), answering their parked joins and syncs with NOT_COORDINATOR. A group that moves away and
+// back must start over at its new coordinator: kept, its old generation would accept commits from
+// members that have since rejoined elsewhere, moving committed offsets back.
+func (c *groupCoordinator) dropMoved(owns func(groupID string) bool) {
+	c.mu.Lock()
+	var moved []*groupEntry
+	for id, e := range c.mu.groups {
+		if !owns(id) {
+			moved = append(moved, e)
+			delete(c.mu.groups, id)
+		}
+	}
+	c.mu.Unlock()
+	notCoordinator := fmt.Errorf("broker: the group moved to another coordinator: %w", protocol.NotCoordinator)
+	for _, e := range moved {
+		e.mu.Lock()
+		e.mu.forgotten = true
+		if e.mu.timer != nil {
+			e.mu.timer.Stop()
+		}
+		for id, p := range e.mu.joins {
+			answerJoin(p.r, p.req, group.JoinResponse{Err: notCoordinator, MemberID: id, Generation: -1})
+		}
+		for id, p := range e.mu.syncs {
+			answerSync(p.r, p.req, group.SyncResponse{Err: notCoordinator, MemberID: id})
+		}
+		clear(e.mu.joins)
+		clear(e.mu.syncs)
+		e.mu.Unlock()
+	}
+}
