@@ -193,9 +193,6 @@ func (b *Broker) produceToPartition(counters *topicCounters, topic string, index
 	if err != nil {
 		return nil, segment.AppendResult{}, err
 	}
-	if b.sessionLapsed(time.Now()) {
-		return p, segment.AppendResult{}, errSessionLapsed(topic, index)
-	}
 	state := p.state.Load()
 	if len(records) == 0 {
 		return p, segment.AppendResult{}, fmt.Errorf("broker: produce to %s-%d without records: %w", topic, index, protocol.CorruptMessage)
@@ -230,6 +227,11 @@ func (b *Broker) produceToPartition(counters *topicCounters, topic string, index
 		if inSync := min(state.isrSize, p.replica.InSyncCount(time.Now())); inSync < state.minInsync {
 			return p, segment.AppendResult{}, fmt.Errorf("broker: %d in-sync replicas, min.insync.replicas %d: %w", inSync, state.minInsync, protocol.NotEnoughReplicas)
 		}
+	}
+	// After the min.insync.replicas check: with its followers gone too, NOT_ENOUGH_REPLICAS says
+	// more than "leadership may have moved" (session_lapse.go).
+	if b.sessionLapsed(time.Now()) {
+		return p, segment.AppendResult{}, errSessionLapsed(topic, index)
 	}
 	appended, duplicate, err := p.appendPending(records, pending)
 	if refused := (protocol.ErrorCode{}); errors.As(err, &refused) {
