@@ -57,7 +57,8 @@ type Config struct {
 	// LeaderUnreachableAfter: a follower that has had no answer from its leader for FetchMaxWait
 	// plus this reports the leader to the controller (which may move leadership to the followers,
 	// see coordinator/unreachable_leader.go), and drops a connection whose oldest request has
-	// waited that long. Invariant: > 0.
+	// waited that long. 0 (the default for now) turns both off: the demotion it leads to is new,
+	// and the chaos suite turns it on (--replica-leader-unreachable). Invariant: >= 0.
 	LeaderUnreachableAfter time.Duration
 	// ISRCheckInterval is how often leaders look for ISR changes to propose.
 	ISRCheckInterval time.Duration
@@ -83,7 +84,7 @@ func DefaultConfig() Config {
 		FetchMaxBytes:          16 << 20,
 		PartitionMaxBytes:      4 << 20,
 		DisconnectGrace:        time.Second,
-		LeaderUnreachableAfter: time.Second,
+		LeaderUnreachableAfter: 0,
 		ISRCheckInterval:       250 * time.Millisecond,
 		RetryBackoff:           100 * time.Millisecond,
 	}
@@ -98,8 +99,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("replication: replica lag time %v must exceed the fetch max wait %v (> 0)", c.LagTimeMax, c.FetchMaxWait)
 	case c.DisconnectGrace <= 0 || c.DisconnectGrace > c.LagTimeMax:
 		return fmt.Errorf("replication: disconnect grace %v must be positive and at most the replica lag time %v", c.DisconnectGrace, c.LagTimeMax)
-	case c.LeaderUnreachableAfter <= 0:
-		return fmt.Errorf("replication: leader unreachable time %v must be positive", c.LeaderUnreachableAfter)
+	case c.LeaderUnreachableAfter < 0:
+		return fmt.Errorf("replication: leader unreachable time %v is negative", c.LeaderUnreachableAfter)
 	case c.FetchMaxBytes < 1024 || c.PartitionMaxBytes < 1024:
 		return fmt.Errorf("replication: fetch byte bounds %d/%d below 1024", c.FetchMaxBytes, c.PartitionMaxBytes)
 	case c.ISRCheckInterval <= 0 || c.RetryBackoff <= 0:

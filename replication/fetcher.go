@@ -87,7 +87,7 @@ const unreachableReportInterval = 500 * time.Millisecond
 // FetchMaxWait plus LeaderUnreachableAfter and this broker follows partitions of it.
 func (f *fetcher) checkLeaderSilence(now time.Time) {
 	m := f.manager
-	if m.reportUnreachable == nil || now.Sub(f.lastHeard) < m.config.FetchMaxWait+m.config.LeaderUnreachableAfter || now.Sub(f.lastReport) < unreachableReportInterval {
+	if m.reportUnreachable == nil || m.config.LeaderUnreachableAfter == 0 || now.Sub(f.lastHeard) < m.config.FetchMaxWait+m.config.LeaderUnreachableAfter || now.Sub(f.lastReport) < unreachableReportInterval {
 		return
 	}
 	if len(m.partitionsOf(f.leaderID)) == 0 {
@@ -153,7 +153,7 @@ func (f *fetcher) serve(c *conn) error {
 	for {
 		now := time.Now()
 		f.checkLeaderSilence(now)
-		if len(pending) > 0 && now.Sub(pending[0].sentAt) > f.manager.config.FetchMaxWait+f.manager.config.LeaderUnreachableAfter {
+		if f.manager.config.LeaderUnreachableAfter > 0 && len(pending) > 0 && now.Sub(pending[0].sentAt) > f.manager.config.FetchMaxWait+f.manager.config.LeaderUnreachableAfter {
 			return fmt.Errorf("replication: leader %d has not answered a request for %v", f.leaderID, now.Sub(pending[0].sentAt).Round(time.Millisecond))
 		}
 		partitions := f.manager.partitionsOf(f.leaderID)

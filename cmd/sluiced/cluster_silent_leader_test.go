@@ -17,7 +17,7 @@ import (
 // old leader rejoins as a follower.
 func TestClusterSilentLeaderIsDemoted(t *testing.T) {
 	const topic = "silent-leader"
-	c := startCluster(t, 3, "--broker-session-timeout", "60s")
+	c := startCluster(t, 3, "--broker-session-timeout", "60s", "--replica-leader-unreachable", "1s")
 	admin := clusterClient(t, c)
 	createReplicatedTopic(t, admin, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	awaitFullISR(t, admin, topic, 20*time.Second)

@@ -96,6 +96,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&b.BrokerHeartbeatInterval, "broker-heartbeat-interval", cfg.BrokerHeartbeatInterval, "how often a broker heartbeats to the controller")
 	fs.StringVar(&opts.replicaAck, "replica-ack", cfg.Replication.AckMode.String(), "what acks=all waits for on each in-sync replica: fsync (on disk) or memory (in the log, as Kafka)")
 	fs.DurationVar(&b.Replication.FetchMaxWait, "replica-fetch-wait-max", cfg.Replication.FetchMaxWait, "replica.fetch.wait.max.ms: how long a follower's fetch may wait at the leader for new data (below --replica-lag-time-max)")
+	fs.DurationVar(&b.Replication.LeaderUnreachableAfter, "replica-leader-unreachable", cfg.Replication.LeaderUnreachableAfter, "a follower with no answer from its leader for the fetch wait plus this reports it, and the controller may move leadership to the followers (0: off)")
 	fs.DurationVar(&b.Replication.LagTimeMax, "replica-lag-time-max", cfg.Replication.LagTimeMax, "replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR")
 	fs.IntVar(&b.MaxConnections, "max-connections", cfg.MaxConnections, "max.connections: client connections past this are closed at once (0: no bound but the open file limit)")
 	fs.Int64Var(&b.MaxBufferedInputBytes, "max-buffered-input-bytes", cfg.MaxBufferedInputBytes, "request bytes received and not yet handled, over all connections; past it the connection holding the most is closed")
