@@ -90,7 +90,8 @@ func (c *demoteUnreachableCommand) apply(state *Metadata) (*Metadata, applyResul
 }
 
 // demotePartition is p after its leader was reported unreachable by reporters: unchanged unless
-// leader leads it and every other ISR member (at least one) reported it and is live.
+// leader leads it and every other ISR member (at least one) reported it and is live; then the
+// leader resigns it (resignPartition).
 func demotePartition(p Partition, leader int32, reporters []int32, live func(int32) bool) (Partition, bool) {
 	if p.Leader != leader {
 		return p, false
@@ -104,14 +105,9 @@ func demotePartition(p Partition, leader int32, reporters []int32, live func(int
 			return p, false
 		}
 	}
-	next := p
-	next.Leader, next.ISR, _ = electLeader(p.Replicas, others, live, false)
-	if next.Leader < 0 {
+	next, err := resignPartition(p, leader, live)
+	if err != nil {
 		return p, false
 	}
-	next.ISR = slices.Clone(next.ISR)
-	next.Replicas = slices.Clone(p.Replicas)
-	next.LeaderEpoch++
-	next.PartitionEpoch++
 	return next, true
 }
