@@ -322,6 +322,18 @@ func (r topicReference) resolve(state *Metadata) (*Topic, error) {
 	return topic, nil
 }
 
+// resolvePartition is resolve plus the topic's partition index, which must exist.
+func (r topicReference) resolvePartition(state *Metadata, index int32) (*Topic, Partition, error) {
+	topic, err := r.resolve(state)
+	if err != nil {
+		return nil, Partition{}, err
+	}
+	if index < 0 || int(index) >= len(topic.Partitions) {
+		return nil, Partition{}, fmt.Errorf("%w: %s-%d", ErrUnknownTopic, r.Name, index)
+	}
+	return topic, topic.Partitions[index], nil
+}
+
 // deleteTopicCommand deletes a topic.
 type deleteTopicCommand struct {
 	topicReference

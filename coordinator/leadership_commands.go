@@ -125,14 +125,10 @@ type alterPartitionCommand struct {
 func (*alterPartitionCommand) kind() commandType { return commandAlterPartition }
 
 func (c *alterPartitionCommand) apply(state *Metadata) (*Metadata, applyResult) {
-	topic, err := c.resolve(state)
+	topic, p, err := c.resolvePartition(state, c.Partition)
 	if err != nil {
 		return nil, applyResult{err: err}
 	}
-	if c.Partition < 0 || int(c.Partition) >= len(topic.Partitions) {
-		return nil, applyResult{err: fmt.Errorf("%w: %s-%d", ErrUnknownTopic, c.Name, c.Partition)}
-	}
-	p := topic.Partitions[c.Partition]
 	if p.Leader != c.LeaderID || p.LeaderEpoch != c.LeaderEpoch || p.PartitionEpoch != c.PartitionEpoch {
 		return nil, applyResult{err: fmt.Errorf("%w: %s-%d is led by %d at epochs %d/%d, the change names %d at %d/%d",
 			ErrStalePartitionEpoch, c.Name, c.Partition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, c.LeaderID, c.LeaderEpoch, c.PartitionEpoch)}

@@ -53,14 +53,10 @@ type resignLeaderCommand struct {
 func (*resignLeaderCommand) kind() commandType { return commandResignLeader }
 
 func (c *resignLeaderCommand) apply(state *Metadata) (*Metadata, applyResult) {
-	topic, err := c.resolve(state)
+	topic, p, err := c.resolvePartition(state, c.Partition)
 	if err != nil {
 		return nil, applyResult{err: err}
 	}
-	if c.Partition < 0 || int(c.Partition) >= len(topic.Partitions) {
-		return nil, applyResult{err: fmt.Errorf("%w: %s-%d", ErrUnknownTopic, c.Name, c.Partition)}
-	}
-	p := topic.Partitions[c.Partition]
 	if p.Leader != c.LeaderID || p.LeaderEpoch != c.LeaderEpoch {
 		return nil, applyResult{err: fmt.Errorf("%w: %s-%d is led by %d at epoch %d, the resignation names %d at %d",
 			ErrStalePartitionEpoch, c.Name, c.Partition, p.Leader, p.LeaderEpoch, c.LeaderID, c.LeaderEpoch)}
