@@ -16,18 +16,23 @@ type Driver interface {
 	// default) and config overrides.
 	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error
 	DeleteTopic(ctx context.Context, name string) error
-	NewProducer(ctx context.Context, w Workload) (Producer, error)
+	// NewProducer returns a producer that calls done once per accepted record, from a client
+	// goroutine, with the timestamp Send gave the record; done must not block.
+	NewProducer(ctx context.Context, w Workload, done func(sent time.Time, err error)) (Producer, error)
 	// NewConsumer joins group as a member subscribing to topic (cooperative-sticky balancing,
 	// commits every few seconds and on revoke) and calls onRecord for each record it is given (from
-	// one goroutine at a time). A partition without a committed offset starts at its log start.
-	NewConsumer(ctx context.Context, topic, group string, onRecord func(value []byte)) (Consumer, error)
+	// one goroutine at a time), with the time the poll that brought it returned (one clock read per
+	// poll, not per record). A partition without a committed offset starts at its log start.
+	NewConsumer(ctx context.Context, topic, group string, onRecord func(value []byte, received time.Time)) (Consumer, error)
 	Close()
 }
 
-// Producer sends records. Send may block while the producer's pending bytes are at their bound;
-// done is called once per accepted record, from a client goroutine, and must not block.
+// Producer sends records, one Send at a time. Send may block while the producer's pending bytes
+// are at their bound. sent becomes the record's timestamp (the caller has read the clock already;
+// the client need not) and comes back in the producer's done: one done for all records spares a
+// closure per record.
 type Producer interface {
-	Send(ctx context.Context, topic string, key, value []byte, done func(error)) error
+	Send(ctx context.Context, topic string, key, value []byte, sent time.Time) error
 	// Close flushes and waits for every done until ctx ends.
 	Close(ctx context.Context) error
 }

@@ -51,7 +51,7 @@ func (d *clientDriver) DeleteTopic(ctx context.Context, name string) error {
 	return client.NewAdmin(d.shared).DeleteTopics(ctx, name)
 }
 
-func (d *clientDriver) NewProducer(ctx context.Context, w Workload) (Producer, error) {
+func (d *clientDriver) NewProducer(ctx context.Context, w Workload, done func(sent time.Time, err error)) (Producer, error) {
 	acks, _ := ParseAcks(w.Acks)
 	opts := []client.ProducerOption{
 		client.WithAcks(client.Acks(acks)), client.WithLinger(w.Linger), client.WithBatchMaxBytes(w.BatchMaxBytes),
@@ -64,18 +64,32 @@ func (d *clientDriver) NewProducer(ctx context.Context, w Workload) (Producer, e
 	if err != nil {
 		return nil, err
 	}
-	return &clientProducer{producer: p}, nil
+	return &clientProducer{producer: p, done: func(r *client.Record, err error) { done(r.Timestamp, err) }}, nil
 }
 
-type clientProducer struct{ producer *client.Producer }
+type clientProducer struct {
+	producer *client.Producer
+	done     func(*client.Record, error)
+	// records is a slab the next Records are taken from: one allocation per recordSlab records.
+	// Send is called from one goroutine.
+	records []client.Record
+}
 
-func (p *clientProducer) Send(ctx context.Context, topic string, key, value []byte, done func(error)) error {
-	return p.producer.Produce(ctx, &client.Record{Topic: topic, Key: key, Value: value}, func(_ *client.Record, err error) { done(err) })
+const recordSlab = 256
+
+func (p *clientProducer) Send(ctx context.Context, topic string, key, value []byte, sent time.Time) error {
+	if len(p.records) == 0 {
+		p.records = make([]client.Record, recordSlab)
+	}
+	r := &p.records[0]
+	p.records = p.records[1:]
+	r.Topic, r.Key, r.Value, r.Timestamp = topic, key, value, sent
+	return p.producer.Produce(ctx, r, p.done)
 }
 
 func (p *clientProducer) Close(ctx context.Context) error { return p.producer.Close(ctx) }
 
-func (d *clientDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte)) (Consumer, error) {
+func (d *clientDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte, time.Time)) (Consumer, error) {
 	c, err := client.New(d.options(client.WithSeedBrokers(d.brokers...), client.WithClientID("sluice-bench-consumer"))...)
 	if err != nil {
 		return nil, err
@@ -102,13 +116,14 @@ func (d *clientDriver) NewConsumer(ctx context.Context, topic, group string, onR
 				}
 				return
 			}
+			received := time.Now()
 			for _, f := range fetches {
 				if f.Err != nil {
 					cc.setErr(fmt.Errorf("bench: consume %s-%d: %w", f.Topic, f.Partition, f.Err))
 					return
 				}
 				for _, r := range f.Records {
-					onRecord(r.Value)
+					onRecord(r.Value, received)
 				}
 			}
 		}

@@ -79,7 +79,7 @@ func (d *franzDriver) DeleteTopic(ctx context.Context, name string) error {
 	return nil
 }
 
-func (d *franzDriver) NewProducer(ctx context.Context, w Workload) (Producer, error) {
+func (d *franzDriver) NewProducer(ctx context.Context, w Workload, done func(sent time.Time, err error)) (Producer, error) {
 	acks, _ := ParseAcks(w.Acks)
 	ackOpt := kgo.LeaderAck()
 	switch acks {
@@ -104,14 +104,17 @@ func (d *franzDriver) NewProducer(ctx context.Context, w Workload) (Producer, er
 	if err != nil {
 		return nil, fmt.Errorf("bench: franz-go producer: %w", err)
 	}
-	return &franzProducer{client: c}, nil
+	return &franzProducer{client: c, done: func(r *kgo.Record, err error) { done(r.Timestamp, err) }}, nil
 }
 
-type franzProducer struct{ client *kgo.Client }
+type franzProducer struct {
+	client *kgo.Client
+	done   func(*kgo.Record, error)
+}
 
-func (p *franzProducer) Send(ctx context.Context, topic string, key, value []byte, done func(error)) error {
+func (p *franzProducer) Send(ctx context.Context, topic string, key, value []byte, sent time.Time) error {
 	// kgo.Produce blocks while the buffer is full, like client.Producer.Produce.
-	p.client.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: value}, func(_ *kgo.Record, err error) { done(err) })
+	p.client.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: sent}, p.done)
 	return nil
 }
 
@@ -121,7 +124,7 @@ func (p *franzProducer) Close(ctx context.Context) error {
 	return err
 }
 
-func (d *franzDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte)) (Consumer, error) {
+func (d *franzDriver) NewConsumer(ctx context.Context, topic, group string, onRecord func([]byte, time.Time)) (Consumer, error) {
 	signal := newAssignedSignal()
 	c, err := kgo.NewClient(d.options(kgo.SeedBrokers(d.brokers...), kgo.ClientID("sluice-bench-consumer"),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -145,7 +148,8 @@ func (d *franzDriver) NewConsumer(ctx context.Context, topic, group string, onRe
 					fc.setErr(fmt.Errorf("bench: consume %s-%d: %w", t, p, err))
 				}
 			})
-			fetches.EachRecord(func(r *kgo.Record) { onRecord(r.Value) })
+			received := time.Now()
+			fetches.EachRecord(func(r *kgo.Record) { onRecord(r.Value, received) })
 		}
 	}()
 	return fc, nil

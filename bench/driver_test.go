@@ -38,7 +38,15 @@ func TestConsumersShareTheirGroup(t *testing.T) {
 			}
 			w := DefaultWorkload()
 			w.Keys, w.Linger = "random", time.Millisecond
-			producer, err := driver.NewProducer(ctx, w)
+			stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			producer, err := driver.NewProducer(ctx, w, func(sent time.Time, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+				if !sent.Equal(stamp) {
+					t.Errorf("done got timestamp %v, Send gave %v", sent, stamp)
+				}
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,11 +55,7 @@ func TestConsumersShareTheirGroup(t *testing.T) {
 				for i := from; i < to; i++ {
 					value := make([]byte, MinMessageSize)
 					binary.BigEndian.PutUint64(value[8:], uint64(i))
-					err := producer.Send(ctx, topic, fmt.Appendf(nil, "key-%d", i), value, func(err error) {
-						if err != nil {
-							t.Errorf("record %d: %v", i, err)
-						}
-					})
+					err := producer.Send(ctx, topic, fmt.Appendf(nil, "key-%d", i), value, stamp)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -65,7 +69,7 @@ func TestConsumersShareTheirGroup(t *testing.T) {
 			everything := make(chan struct{})
 			var consumers []Consumer
 			for i := range perConsumer {
-				c, err := driver.NewConsumer(ctx, topic, GroupID(topic, 0), func(value []byte) {
+				c, err := driver.NewConsumer(ctx, topic, GroupID(topic, 0), func(value []byte, _ time.Time) {
 					mu.Lock()
 					defer mu.Unlock()
 					seen[binary.BigEndian.Uint64(value[8:])]++

@@ -106,13 +106,17 @@ func bufferedCharge(r *Record) int64 {
 
 var batchPool = sync.Pool{New: func() any { return new(recordBatch) }}
 
+// newRecordBatch opens a batch at now, or at the clock's reading when now is zero.
 func newRecordBatch(p *producerPartition, firstTimestamp int64, now time.Time) *recordBatch {
 	b := batchPool.Get().(*recordBatch)
 	b.partition = p
 	b.encoded = append(b.encoded[:0], make([]byte, batch.HeaderSize)...)
 	b.records = b.records[:0]
 	b.baseTimestamp, b.maxTimestamp = firstTimestamp, firstTimestamp
-	b.createdAt = now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	b.createdAt = now // when the linger starts
 	b.bufferedBytes = 0
 	b.wire = nil
 	b.baseSequence, b.producerID, b.producerEpoch = -1, -1, -1

@@ -24,8 +24,18 @@ const maxResponseBytes = 256 << 20
 type response struct {
 	correlationID int32
 	body          []byte // after the response header
+	buf           []byte // the whole read buffer holding body: handed back with conn.recycle
 	err           error
 }
+
+// A connection keeps up to freeBuffers response buffers of at most maxFreeBufferBytes for reuse.
+// The fetcher handles one response at a time and hands its buffer back before the next, so two
+// cover the steady state; reusing them spares allocating and zeroing a buffer per response, and
+// the bound keeps a catch-up's big responses from staying allocated.
+const (
+	freeBuffers        = 2
+	maxFreeBufferBytes = 4 << 20
+)
 
 type conn struct {
 	net       net.Conn
@@ -33,6 +43,7 @@ type conn struct {
 	writeBuf  []byte
 	next      int32
 	responses chan response
+	free      chan []byte   // response buffers the fetcher is done with
 	done      chan struct{} // closed when the reader exits
 }
 
@@ -61,6 +72,7 @@ func dialLeader(address string, nodeID int32, timeout time.Duration, tlsConfig *
 		net:       nc,
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("sluice-replica-%d", nodeID))),
 		responses: make(chan response, 16),
+		free:      make(chan []byte, freeBuffers),
 		done:      make(chan struct{}),
 	}
 	go c.read()
@@ -95,17 +107,40 @@ func (c *conn) read() {
 			c.responses <- response{err: fmt.Errorf("replication: response of %d bytes", n)}
 			return
 		}
-		body := make([]byte, n)
+		body := c.buffer(int(n))
 		if _, err := io.ReadFull(r, body); err != nil {
 			c.responses <- response{err: fmt.Errorf("replication: read response: %w", err)}
 			return
 		}
 		id := int32(binary.BigEndian.Uint32(body))
 		rest, err := skipTags(body[4:])
-		c.responses <- response{correlationID: id, body: rest, err: err}
+		c.responses <- response{correlationID: id, body: rest, buf: body, err: err}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// buffer returns n bytes to read a response into: a recycled buffer when one is big enough.
+func (c *conn) buffer(n int) []byte {
+	select {
+	case b := <-c.free:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	return make([]byte, n, max(n, 64<<10))
+}
+
+// recycle hands back a response's buffer once nothing refers to its bytes any more.
+func (c *conn) recycle(buf []byte) {
+	if buf == nil || cap(buf) > maxFreeBufferBytes {
+		return
+	}
+	select {
+	case c.free <- buf:
+	default:
 	}
 }
 

@@ -256,6 +256,8 @@ func (f *fetcher) serve(c *conn) error {
 			case kindEpochs:
 				err = f.handleEpochs(request.partitions, resp.body)
 			}
+			// Appends copied the records to the log and parsing copied the rest.
+			c.recycle(resp.buf)
 			for _, p := range request.partitions {
 				if request.kind != kindAck {
 					p.inFlight = false

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -63,6 +64,7 @@ Example: sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml 
 	outDir := fs.String("out-dir", "bench-results", "directory for the result JSON and the SVG chart")
 	keepTopics := fs.Bool("keep-topics", false, "do not delete the run's topics afterwards")
 	quiet := fs.Bool("quiet", false, "no progress line")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this process (the load generator) for the whole run to FILE (go tool pprof)")
 	if _, err := fs.parse(args, io.out, 0, 0); err != nil {
 		return err
 	}
@@ -132,6 +134,13 @@ Example: sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml 
 	tlsConfig, err := fs.globals.security.tlsConfig()
 	if err != nil {
 		return usageErrorf(fs.name, "%v", err)
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	result, err := bench.Run(ctx, bench.RunOptions{
 		Workload: w, Driver: *driver, Brokers: fs.globals.brokerList(), Agents: agentList, KeepTopics: *keepTopics, Progress: progress,
@@ -210,4 +219,20 @@ HTTP and JSON. Runs until interrupted. The brokers a run talks to come from the 
 		return err
 	}
 	return nil
+}
+
+// startCPUProfile profiles this process into path until the returned stop runs.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
