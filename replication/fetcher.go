@@ -379,9 +379,9 @@ func (f *fetcher) handleFetch(partitions []*followed, body []byte) error {
 				continue
 			}
 			p.replica.SetFollowerHighWatermark(rp.HighWatermark)
+			f.manager.observeFetched(len(rp.RecordBatches))
 			if end > before {
 				appended = true
-				f.manager.observeFetched(end - before)
 				if f.manager.config.AckMode == AckFsync {
 					p.replica.Log.NotifyFlushed(end-1, func(error) { f.poke() })
 				}

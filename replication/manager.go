@@ -183,8 +183,8 @@ func (m *Manager) stillFollowing(p *followed) bool {
 	return m.findLocked(keyOf(p.replica)) == p
 }
 
-func (m *Manager) observeFetched(records int64) { m.fetchedBytes.Add(int(records)) }
-func (m *Manager) observeTruncation()           { m.truncations.Inc() }
+func (m *Manager) observeFetched(bytes int) { m.fetchedBytes.Add(bytes) }
+func (m *Manager) observeTruncation()       { m.truncations.Inc() }
 
 func (m *Manager) logFetchError(leaderID int32, err error) {
 	m.mu.Lock()
