@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,78 +16,158 @@ import (
 )
 
 // BenchmarkClusterFailover measures a failover as a producer sees it: from kill -9 of a partition's
-// leader to the first acks=all record acknowledged after the kill (by the new leader), once per
-// iteration. The killed node is restarted and back in the ISR before the next. Run it with
-// `make bench-failover` (20 kills); it reports the median and the longest failover.
+// leader to the first acks=all record acknowledged after the kill by another broker (the new
+// leader), once per iteration. The killed node is restarted and back in the ISR before the next.
+// Run it with `make bench-failover` (20 kills); it reports the median and the longest failover.
 //
-// Each kill is logged with whether the victim was also the Raft controller (those failovers include
-// a controller election), and the longest of those is reported on its own.
+// The topic has one partition per node and leadership is put back on the preferred replicas before
+// each kill, so that every node leads one partition; the kills alternate between the leader that
+// is also the Raft controller (its failover includes a controller election) and one that is not,
+// and each kind's median and longest are reported too.
 func BenchmarkClusterFailover(b *testing.B) {
-	const topic = "failover"
-	c := startCluster(b, 3)
+	const topic, nodes = "failover", 3
+	c := startCluster(b, nodes)
 	admin := clusterClient(b, c)
-	createReplicatedTopic(b, admin, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+	createReplicatedTopic(b, admin, topic, nodes, 3, map[string]string{"min.insync.replicas": "2"})
 	awaitFullISR(b, admin, topic, 60*time.Second)
+	acks := &ackLog{}
+	var target atomic.Int32 // the partition the producer writes to
 	producer := clusterClient(b, c, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(acks),
 		kgo.ProduceRequestTimeout(3*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
 		kgo.MetadataMinAge(50*time.Millisecond))
 
 	// One record in flight at a time, so that an acknowledgement's time is close to when the
 	// new leader could first take it.
-	var mu sync.Mutex
-	var lastAck time.Time
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("tick")}).FirstErr(); err == nil {
-				mu.Lock()
-				lastAck = time.Now()
-				mu.Unlock()
-			}
+			producer.ProduceSync(ctx, &kgo.Record{Partition: target.Load(), Value: []byte("tick")})
 		}
 	}()
-	ackedSince := func(t time.Time) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return lastAck.After(t)
-	}
-	var failovers, controllerKills []time.Duration
+	var all, ofController, ofOthers []time.Duration
+	var summary []string
 	b.ResetTimer()
 	for i := range b.N {
-		info := leaderOf(b, admin, topic, 0)
-		controller := controllerOf(b, admin)
-		eventually(b, 30*time.Second, "acknowledgements before the kill", func() bool { return ackedSince(time.Now().Add(-100 * time.Millisecond)) })
+		killController := i%2 == 0
+		partition, victim := pickVictim(b, admin, topic, killController)
+		target.Store(partition)
+		eventually(b, 30*time.Second, "acknowledgements from the leader before the kill", func() bool {
+			_, ok := acks.first(partition, func(node int32) bool { return node == victim }, time.Now().Add(-100*time.Millisecond))
+			return ok
+		})
 		killed := time.Now()
-		c.Node(info.leader).Kill()
-		eventually(b, 60*time.Second, "an acknowledgement after the kill", func() bool { return ackedSince(killed) })
-		mu.Lock()
-		failover := lastAck.Sub(killed)
-		mu.Unlock()
-		failovers = append(failovers, failover)
-		if info.leader == controller {
-			controllerKills = append(controllerKills, failover)
+		c.Node(victim).Kill()
+		var failover time.Duration
+		eventually(b, 60*time.Second, "an acknowledgement by another broker after the kill", func() bool {
+			at, ok := acks.first(partition, func(node int32) bool { return node != victim }, killed)
+			failover = at.Sub(killed)
+			return ok
+		})
+		all = append(all, failover)
+		kind := "other"
+		if killController {
+			ofController, kind = append(ofController, failover), "controller"
+		} else {
+			ofOthers = append(ofOthers, failover)
 		}
-		b.Logf("kill %d: node %d (controller: %v) failover %v", i+1, info.leader, info.leader == controller, failover.Round(time.Millisecond))
-		if err := c.Node(info.leader).Start(); err != nil {
+		summary = append(summary, fmt.Sprintf("%s %v", kind, failover.Round(time.Millisecond)))
+		if err := c.Node(victim).Start(); err != nil {
 			b.Fatal(err)
 		}
 		awaitFullISR(b, admin, topic, 60*time.Second)
+		acks.reset()
 	}
 	b.StopTimer()
 	cancel()
 	<-done
-	slices.Sort(failovers)
-	b.ReportMetric(float64(failovers[len(failovers)/2].Milliseconds()), "p50-failover-ms")
-	b.ReportMetric(float64(failovers[len(failovers)-1].Milliseconds()), "max-failover-ms")
-	b.ReportMetric(float64(len(controllerKills)), "controller-kills")
-	if len(controllerKills) > 0 {
-		slices.Sort(controllerKills)
-		b.ReportMetric(float64(controllerKills[len(controllerKills)-1].Milliseconds()), "max-controller-failover-ms")
+	b.Logf("failovers in kill order: %s", strings.Join(summary, ", "))
+	report := func(durations []time.Duration, name string) {
+		if len(durations) == 0 {
+			return
+		}
+		slices.Sort(durations)
+		b.ReportMetric(float64(durations[len(durations)/2].Milliseconds()), "p50-"+name+"ms")
+		b.ReportMetric(float64(durations[len(durations)-1].Milliseconds()), "max-"+name+"ms")
 	}
+	report(all, "failover-")
+	report(ofController, "controller-kill-")
+	report(ofOthers, "other-kill-")
 	b.ReportMetric(0, "ns/op") // the wall time of an iteration includes the restart: not a figure
+}
+
+// ackLog records every acknowledged batch with the broker that acknowledged it (a kgo hook).
+type ackLog struct {
+	mu     sync.Mutex
+	events []ackEvent
+}
+
+type ackEvent struct {
+	at        time.Time
+	partition int32
+	node      int32
+}
+
+func (l *ackLog) OnProduceBatchWritten(meta kgo.BrokerMetadata, _ string, partition int32, _ kgo.ProduceBatchMetrics) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ackEvent{at: now, partition: partition, node: meta.NodeID})
+}
+
+// first is the time of the first acknowledgement on partition after since by a node that matches.
+func (l *ackLog) first(partition int32, by func(node int32) bool, since time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.partition == partition && e.at.After(since) && by(e.node) {
+			return e.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (l *ackLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = nil
+}
+
+// pickVictim moves leadership back to the preferred replicas (one partition per node) and returns
+// a partition whose leader is the controller (controller true) or is not, with that leader.
+func pickVictim(b *testing.B, client *kgo.Client, topic string, controller bool) (partition, leader int32) {
+	b.Helper()
+	eventually(b, 60*time.Second, "leaders on the preferred replicas", func() bool {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.ElectionType, req.TimeoutMillis = 0, 10_000
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if _, err := req.RequestWith(ctx, client); err != nil {
+			return false
+		}
+		parts, ok := describeTopic(client, topic)
+		if !ok {
+			return false
+		}
+		for _, p := range parts {
+			if p.leader != p.replicas[0] || len(p.isr) != len(p.replicas) {
+				return false
+			}
+		}
+		return true
+	})
+	id := controllerOf(b, client)
+	parts, _ := describeTopic(client, topic)
+	for _, index := range slices.Sorted(maps.Keys(parts)) {
+		if p := parts[index]; (p.leader == id) == controller {
+			return index, p.leader
+		}
+	}
+	b.Fatalf("no partition of %s led by %s node than the controller %d: %+v", topic, map[bool]string{true: "the same", false: "another"}[controller], id, parts)
+	return -1, -1
 }
 
 // controllerOf asks the cluster which node is the controller.
