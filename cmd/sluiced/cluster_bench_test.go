@@ -78,7 +78,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 		if err := c.Node(victim).Start(); err != nil {
 			b.Fatal(err)
 		}
-		awaitFullISR(b, admin, topic, 60*time.Second)
+		awaitFullISRReporting(b, admin, topic, i+1)
 		acks.reset()
 	}
 	b.StopTimer()
@@ -185,4 +185,24 @@ func controllerOf(t testing.TB, client *kgo.Client) int32 {
 		return err == nil && controller > 0
 	})
 	return controller
+}
+
+// awaitFullISRReporting is awaitFullISR that names the partitions still short when it gives up.
+func awaitFullISRReporting(b *testing.B, client *kgo.Client, topic string, kill int) {
+	b.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		parts, ok := describeTopic(client, topic)
+		full := ok
+		for _, p := range parts {
+			full = full && p.leader >= 0 && len(p.isr) == len(p.replicas)
+		}
+		if full {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("after kill %d: the ISR of %s not full within 60s: %+v", kill, topic, parts)
+		}
+		time.Sleep(50 * time.Millisecond) // polling, as eventually does
+	}
 }
