@@ -191,6 +191,8 @@ func controllerOf(t testing.TB, client *kgo.Client) int32 {
 func awaitFullISRReporting(b *testing.B, client *kgo.Client, topic string, kill int) {
 	b.Helper()
 	deadline := time.Now().Add(60 * time.Second)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
 	for {
 		parts, ok := describeTopic(client, topic)
 		full := ok
@@ -203,6 +205,6 @@ func awaitFullISRReporting(b *testing.B, client *kgo.Client, topic string, kill 
 		if time.Now().After(deadline) {
 			b.Fatalf("after kill %d: the ISR of %s not full within 60s: %+v", kill, topic, parts)
 		}
-		time.Sleep(50 * time.Millisecond) // polling, as eventually does
+		<-poll.C
 	}
 }
