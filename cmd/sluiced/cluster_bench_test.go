@@ -41,11 +41,16 @@ func BenchmarkClusterFailover(b *testing.B) {
 	// new leader could first take it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var lastError atomic.Value // the producer's last error, for a failure report
+	lastError.Store("none")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			producer.ProduceSync(ctx, &kgo.Record{Partition: target.Load(), Value: []byte("tick")})
+			partition := target.Load()
+			if err := producer.ProduceSync(ctx, &kgo.Record{Partition: partition, Value: []byte("tick")}).FirstErr(); err != nil {
+				lastError.Store(fmt.Sprintf("partition %d at %s: %v", partition, time.Now().Format("15:04:05.000"), err))
+			}
 		}
 	}()
 	var all, ofController, ofOthers []time.Duration
@@ -55,10 +60,16 @@ func BenchmarkClusterFailover(b *testing.B) {
 		killController := i%2 == 0
 		partition, victim := pickVictim(b, admin, topic, killController)
 		target.Store(partition)
-		eventually(b, 30*time.Second, "acknowledgements from the leader before the kill", func() bool {
-			_, ok := acks.first(partition, func(node int32) bool { return node == victim }, time.Now().Add(-100*time.Millisecond))
-			return ok
-		})
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if _, ok := acks.first(partition, func(node int32) bool { return node == victim }, time.Now().Add(-100*time.Millisecond)); ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("kill %d: no acknowledgement by leader %d of partition %d within 30s; the producer's last error: %v",
+					i+1, victim, partition, lastError.Load())
+			}
+			time.Sleep(50 * time.Millisecond) // polling, as eventually does
+		}
 		killed := time.Now()
 		c.Node(victim).Kill()
 		var failover time.Duration
