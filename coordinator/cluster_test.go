@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -229,7 +230,17 @@ func registerAll(t testing.TB, tc *testCluster) {
 	}
 	tc.mu.Unlock()
 	for _, c := range nodes {
-		if err := c.RegisterBroker(testContext(t), Broker{NodeID: c.NodeID(), Host: "127.0.0.1", Port: 9000 + c.NodeID()}); err != nil {
+		// Each broker's address is its node's Raft port: something that listens exactly while the
+		// node runs, as a broker's listener does (the controller probes it, liveness_probe.go).
+		host, port, err := net.SplitHostPort(c.RaftAddress())
+		if err != nil {
+			t.Fatal(err)
+		}
+		portNumber, err := strconv.Atoi(port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.RegisterBroker(testContext(t), Broker{NodeID: c.NodeID(), Host: host, Port: int32(portNumber)}); err != nil {
 			t.Fatalf("node %d registers: %v", c.NodeID(), err)
 		}
 	}
@@ -356,6 +367,10 @@ func TestClusterForwardsOffsetCommitsInBatches(t *testing.T) {
 func TestClusterControllerFailover(t *testing.T) {
 	tc := startCluster(t, 3)
 	registerAll(t, tc)
+	for id := int32(1); id <= 3; id++ {
+		c := tc.node(id)
+		c.StartSession(c.Metadata().Brokers[id])
+	}
 	old := tc.controller()
 	oldID := old.NodeID()
 	survivors := []*Coordinator{}
@@ -384,13 +399,16 @@ func TestClusterControllerFailover(t *testing.T) {
 		}
 	}
 
-	// The old controller comes back as a follower and catches up in Open.
+	// The old controller comes back as a follower and catches up in Open; its broker (fenced
+	// while it was down) heartbeats again and is unfenced.
 	back := tc.restart(oldID)
 	for _, c := range survivors {
 		if _, found := back.Metadata().Topics[fmt.Sprintf("after-failover-%d", c.NodeID())]; !found {
 			t.Fatalf("restarted node %d lacks a topic created while it was down", oldID)
 		}
 	}
+	back.StartSession(back.Metadata().Brokers[oldID])
+	awaitMetadata(t, back, "the returned broker unfenced", func(m *Metadata) bool { return len(m.LiveBrokerIDs()) == 3 })
 	if _, err := back.CreateTopic(testContext(t), "from-the-returned", 1, 3, nil, false); err != nil {
 		t.Fatalf("CreateTopic on the returned node: %v", err)
 	}

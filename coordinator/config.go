@@ -99,10 +99,13 @@ type Config struct {
 	// Broker sessions (sessions.go): a broker heartbeats every BrokerHeartbeatInterval; the
 	// controller fences one it has not heard from for BrokerSessionTimeout. Every
 	// LeaderRebalanceInterval (0: never) the controller moves leadership back to preferred
-	// replicas that are live and in sync. Invariant: 0 < BrokerHeartbeatInterval <
-	// BrokerSessionTimeout.
+	// replicas that are live and in sync. A broker silent for BrokerProbeAfter (0: never) is
+	// probed: if its registered address refuses connections, its process is gone and it is
+	// fenced at once (liveness_probe.go). Invariant: 0 < BrokerHeartbeatInterval <
+	// BrokerSessionTimeout; 0 <= BrokerProbeAfter.
 	BrokerHeartbeatInterval time.Duration
 	BrokerSessionTimeout    time.Duration
+	BrokerProbeAfter        time.Duration
 	LeaderRebalanceInterval time.Duration
 }
 
@@ -127,6 +130,7 @@ func DefaultConfig() Config {
 
 		BrokerHeartbeatInterval: 200 * time.Millisecond,
 		BrokerSessionTimeout:    1500 * time.Millisecond,
+		BrokerProbeAfter:        400 * time.Millisecond, // two missed heartbeats
 		LeaderRebalanceInterval: 30 * time.Second,
 	}
 }
@@ -159,9 +163,9 @@ func (c Config) Validate() error {
 	if c.ApplyTimeout <= 0 {
 		return fmt.Errorf("coordinator: config: ApplyTimeout %s must be positive", c.ApplyTimeout)
 	}
-	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval || c.LeaderRebalanceInterval < 0 {
-		return fmt.Errorf("coordinator: config: heartbeat interval %v must be positive and below the session timeout %v, rebalance interval %v not negative",
-			c.BrokerHeartbeatInterval, c.BrokerSessionTimeout, c.LeaderRebalanceInterval)
+	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval || c.LeaderRebalanceInterval < 0 || c.BrokerProbeAfter < 0 {
+		return fmt.Errorf("coordinator: config: heartbeat interval %v must be positive and below the session timeout %v, rebalance interval %v and probe delay %v not negative",
+			c.BrokerHeartbeatInterval, c.BrokerSessionTimeout, c.LeaderRebalanceInterval, c.BrokerProbeAfter)
 	}
 	if c.SnapshotThreshold == 0 {
 		return fmt.Errorf("coordinator: config: SnapshotThreshold must be positive")

@@ -120,6 +120,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		raftStarted:       make(chan struct{}),
 	}
 	c.closing, c.cancelClosing = context.WithCancel(context.Background())
+	c.liveness.deposed = -1
 	c.metrics = newCoordinatorMetrics(cfg.Metrics, c)
 	c.forwarder = newForwardClient(forwardDialTimeout)
 	c.forwarder.dialTLS = cfg.RaftDialTLS

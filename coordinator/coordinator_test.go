@@ -24,6 +24,9 @@ func testConfig(dataDir string) Config {
 	config.ElectionTimeout = 50 * time.Millisecond
 	config.LeaderLeaseTimeout = 50 * time.Millisecond
 	config.CommitTimeout = 5 * time.Millisecond
+	// The brokers these tests register are names at addresses nothing listens on: probing them
+	// would fence them at once.
+	config.BrokerProbeAfter = 0
 	return config
 }
 

@@ -46,6 +46,7 @@ func (c *Coordinator) runLeadership() {
 				break
 			}
 			establishedTerm = term
+			c.recordDeposed(lastController)
 			c.view.setController(c.config.NodeID)
 			c.logger.Info("coordinator: this node is the controller", "node", c.config.NodeID, "term", term)
 		default:

@@ -14,6 +14,9 @@ import (
 //   - sluice_controller_is_active: 1 while this node is the controller;
 //   - sluice_controller_id: the controller this node knows of, -1 while it knows none;
 //   - sluice_brokers_fenced_total: brokers this node, as controller, fenced for a missed session;
+//   - sluice_broker_probes_total / sluice_brokers_probed_dead_total: connection attempts this node,
+//     as controller, made to silent brokers' listeners, and brokers it fenced because the attempt
+//     was refused (liveness_probe.go; these are also counted in sluice_brokers_fenced_total);
 //   - sluice_unreachable_leader_demotions_total: leaders this node, as controller, moved off
 //     because every other in-sync member reported them unreachable (unreachable_leader.go);
 //   - sluice_controller_failover_seconds: for each such fence, the time from the broker's last
@@ -35,6 +38,8 @@ import (
 type coordinatorMetrics struct {
 	controllerChanges *metrics.Counter
 	brokersFenced     *metrics.Counter
+	brokerProbes      *metrics.Counter
+	brokersProbedDead *metrics.Counter
 	failoverSeconds   *metrics.PrometheusHistogram
 	applySeconds      *metrics.PrometheusHistogram
 	leaderChanges     *metrics.Counter
@@ -95,6 +100,8 @@ func newCoordinatorMetrics(set *metrics.Set, c *Coordinator) coordinatorMetrics 
 	return coordinatorMetrics{
 		controllerChanges:    set.GetOrCreateCounter("sluice_controller_changes_total"),
 		brokersFenced:        set.GetOrCreateCounter("sluice_brokers_fenced_total"),
+		brokerProbes:         set.GetOrCreateCounter("sluice_broker_probes_total"),
+		brokersProbedDead:    set.GetOrCreateCounter("sluice_brokers_probed_dead_total"),
 		failoverSeconds:      set.GetOrCreatePrometheusHistogramExt("sluice_controller_failover_seconds", durationBuckets),
 		applySeconds:         set.GetOrCreatePrometheusHistogramExt("sluice_raft_apply_duration_seconds", durationBuckets),
 		leaderChanges:        set.GetOrCreateCounter("sluice_raft_leader_changes_total"),

@@ -4,8 +4,9 @@ package coordinator
 // the controller). The controller remembers when it last heard from each broker, in memory only:
 // a new controller grants every broker a fresh session. A broker silent for
 // Config.BrokerSessionTimeout is fenced (fence-broker); a fenced broker that heartbeats again is
-// unfenced (unfence-broker). The controller never fences itself: it is plainly running, and a
-// one-node cluster must not take its only broker offline over a slow heartbeat.
+// unfenced (unfence-broker). A silent broker whose listener refuses connections is fenced sooner,
+// without waiting for the timeout (liveness_probe.go). The controller never fences itself: it is
+// plainly running, and a one-node cluster must not take its only broker offline over a slow heartbeat.
 
 import (
 	"context"
@@ -19,6 +20,11 @@ type liveness struct {
 	mu sync.Mutex
 	// lastSeen is nil while this node is not the controller.
 	lastSeen map[int32]time.Time
+	// takeover is when lastSeen was started afresh (this node's controllership began); deposed is
+	// the controller this node took over from (-1: none known, or itself), set by runLeadership
+	// before it publishes this node as the controller (liveness_probe.go).
+	takeover time.Time
+	deposed  int32
 	// unreachable holds followers' recent reports of leaders they cannot reach
 	// (unreachable_leader.go), on the controller.
 	unreachable map[UnreachableReport]time.Time
@@ -164,26 +170,49 @@ func (c *Coordinator) runLiveness() {
 		}
 		now := time.Now()
 		metadata := c.Metadata()
-		var expired []int32
+		var expired, probe []int32
 		var silentSince []time.Time
 		c.liveness.mu.Lock()
 		if c.liveness.lastSeen == nil {
 			c.liveness.lastSeen = map[int32]time.Time{} // a fresh session for everyone
+			c.liveness.takeover = now
 		}
 		for _, id := range metadata.BrokerIDs() {
 			seen, ok := c.liveness.lastSeen[id]
 			if !ok {
-				c.liveness.lastSeen[id] = now
+				c.liveness.lastSeen[id], seen = now, now
+			}
+			if id == c.config.NodeID || metadata.Brokers[id].Fenced {
 				continue
 			}
-			if id != c.config.NodeID && !metadata.Brokers[id].Fenced && now.Sub(seen) > c.config.BrokerSessionTimeout {
+			switch silent := now.Sub(seen); {
+			case silent > c.config.BrokerSessionTimeout:
 				expired = append(expired, id)
 				silentSince = append(silentSince, seen)
+			case probeDue(silent, c.config.BrokerProbeAfter, id == c.liveness.deposed && !seen.After(c.liveness.takeover)):
+				probe = append(probe, id)
 			}
 		}
 		c.liveness.mu.Unlock()
-		for i, id := range expired {
+		for _, id := range expired {
 			c.logger.Warn("coordinator: fencing a broker that missed its session", "node", id, "timeout", c.config.BrokerSessionTimeout)
+		}
+		if len(probe) > 0 {
+			// A broker whose listener refuses connections is gone: fence it now (liveness_probe.go).
+			for _, id := range c.probeBrokers(metadata, probe, c.config.BrokerHeartbeatInterval) {
+				c.liveness.mu.Lock()
+				seen := c.liveness.lastSeen[id]
+				c.liveness.mu.Unlock()
+				if seen.After(now) {
+					continue // it heartbeated while the probe ran: a new process
+				}
+				c.logger.Warn("coordinator: fencing a silent broker whose listener refuses connections", "node", id, "silent_for", time.Since(seen).Round(time.Millisecond))
+				expired = append(expired, id)
+				silentSince = append(silentSince, seen)
+				c.metrics.brokersProbedDead.Inc()
+			}
+		}
+		for i, id := range expired {
 			if err := c.proposeAsLeader(&fenceBrokerCommand{NodeID: id}); err != nil {
 				c.logger.Warn("coordinator: fence broker", "node", id, "error", err)
 				continue

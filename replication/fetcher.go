@@ -461,15 +461,16 @@ func (f *fetcher) handleEpochs(partitions []*followed, body []byte) error {
 				continue
 			}
 			r := p.replica
-			target, settled := divergencePoint(r.Epochs.Entries(), r.Log.LogEndOffset(), r.Log.LogStartOffset(), rp.LeaderEpoch, rp.EndOffset)
-			if target < r.Log.LogEndOffset() {
-				f.manager.logger.Info("replication: truncating a divergent tail", "topic", r.Topic, "partition", r.Partition,
-					"from", r.Log.LogEndOffset(), "to", target, "leader", f.leaderID, "leader_epoch", p.leaderEpoch)
-				if err := r.TruncateTo(target); err != nil {
-					f.manager.logger.Error("replication: truncate", "topic", r.Topic, "partition", r.Partition, "err", err)
-					p.pausedUntil = time.Now().Add(f.manager.config.RetryBackoff)
-					continue
-				}
+			logEnd := r.Log.LogEndOffset()
+			target, settled, err := r.ResolveDivergence(rp.LeaderEpoch, rp.EndOffset)
+			if err != nil {
+				f.manager.logger.Error("replication: truncate", "topic", r.Topic, "partition", r.Partition, "err", err)
+				p.pausedUntil = time.Now().Add(f.manager.config.RetryBackoff)
+				continue
+			}
+			if target < logEnd {
+				f.manager.logger.Info("replication: truncated a divergent tail", "topic", r.Topic, "partition", r.Partition,
+					"from", logEnd, "to", target, "leader", f.leaderID, "leader_epoch", p.leaderEpoch)
 				f.manager.observeTruncation()
 			}
 			// Unsettled: the leader answered an epoch this log never had, so the cut is at the

@@ -529,6 +529,20 @@ func skipBelow(records []byte, end int64) []byte {
 	return records
 }
 
+// ResolveDivergence applies the leader's answer to OffsetForLeaderEpoch about this follower's last
+// epoch (leaderEpoch, endOffset; see divergencePoint): it cuts the log and the epoch history at the
+// divergence point and reports that point and whether the answer settles it (if not, ask again
+// about Epochs.LastEpoch()). Epochs starting at or after the point go even when no record does,
+// such as an epoch this node led without writing anything: kept, it would be the next question
+// again, and the same answer would come back forever.
+func (r *Replica) ResolveDivergence(leaderEpoch int32, endOffset int64) (target int64, settled bool, err error) {
+	target, settled = divergencePoint(r.Epochs.Entries(), r.Log.LogEndOffset(), r.Log.LogStartOffset(), leaderEpoch, endOffset)
+	if target < r.Log.LogEndOffset() {
+		return target, settled, r.TruncateTo(target)
+	}
+	return target, settled, r.Epochs.TruncateTo(target)
+}
+
 // TruncateTo cuts the follower's log (and epoch history) at offset.
 func (r *Replica) TruncateTo(offset int64) error {
 	r.appendGate.Lock()

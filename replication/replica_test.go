@@ -238,3 +238,49 @@ func TestInSyncCountDropsFollowersPastTheLagTime(t *testing.T) {
 		t.Fatalf("a follower's InSyncCount = %d, want the committed ISR size 3", got)
 	}
 }
+
+// TestDivergenceWithEmptyEpochsSettles: two replicas each led an epoch without writing to it, at
+// the same offset (leaders killed in quick succession). The follower asks about its empty epoch 7;
+// the leader, which never had it, answers with its own empty epoch 6, which the follower never had.
+// The follower must drop epoch 7 and ask about an older one, not ask about 7 again forever.
+func TestDivergenceWithEmptyEpochsSettles(t *testing.T) {
+	leader, follower := openReplica(t, 1, AckFsync), openReplica(t, 2, AckFsync)
+	replicas := []int32{1, 2, 3}
+	data := records("a", "b")
+	batch.SetLeaderEpoch(data, 5)
+	for _, r := range []*Replica{leader, follower} {
+		r.MakeFollower(3, 5, 0, replicas, replicas)
+		if _, err := r.AppendFromLeader(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	if _, err := leader.MakeLeader(6, 1, replicas, replicas, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := follower.MakeLeader(7, 2, replicas, replicas, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.MakeLeader(8, 3, replicas, replicas, now); err != nil {
+		t.Fatal(err)
+	}
+	follower.MakeFollower(1, 8, 3, replicas, replicas)
+
+	settled := false
+	for round := 0; round < 5 && !settled; round++ {
+		epoch, end := leader.Epochs.EndOffsetFor(follower.Epochs.LastEpoch(), leader.Log.LogEndOffset())
+		var err error
+		if _, settled, err = follower.ResolveDivergence(epoch, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !settled {
+		t.Fatalf("divergence not settled after 5 questions; follower history %v, leader history %v", follower.Epochs.Entries(), leader.Epochs.Entries())
+	}
+	if got := follower.Log.LogEndOffset(); got != 2 {
+		t.Fatalf("follower log end %d, want 2 (nothing diverged)", got)
+	}
+	if got := follower.Epochs.LastEpoch(); got != 5 {
+		t.Fatalf("follower's last epoch %d, want 5 (its empty epoch 7 dropped): %v", got, follower.Epochs.Entries())
+	}
+}
