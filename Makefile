@@ -17,15 +17,19 @@ run: build
 # cluster: three nodes on this machine, data in ./data/node1..3, Kafka on 127.0.0.1:9092-9094,
 # metrics on 9644-9646, Raft on 9192-9194; logs in ./data/nodeN/sluiced.log. Starting it again
 # restarts the nodes that are not running. cluster-stop stops them with SIGTERM (controlled
-# shutdown: leadership moves off each node before it stops).
+# shutdown: leadership moves off each node before it stops). CLUSTER_ARGS adds sluiced flags to
+# every node (e.g. CLUSTER_ARGS='--replica-ack memory'), CLUSTER_ENV environment settings (e.g.
+# CLUSTER_ENV=GOMAXPROCS=1, when the three nodes share a small machine).
 CLUSTER_VOTERS := 1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194
+CLUSTER_ARGS :=
+CLUSTER_ENV :=
 cluster: build
 	@for n in 1 2 3; do \
 	  mkdir -p data/node$$n; \
 	  if [ -f data/node$$n/sluiced.pid ] && kill -0 $$(cat data/node$$n/sluiced.pid) 2>/dev/null; then continue; fi; \
-	  nohup $(BIN)/sluiced --node-id $$n --data-dir data/node$$n --listen 127.0.0.1:$$((9091+n)) \
+	  nohup env $(CLUSTER_ENV) $(BIN)/sluiced --node-id $$n --data-dir data/node$$n --listen 127.0.0.1:$$((9091+n)) \
 	    --raft-listen 127.0.0.1:$$((9191+n)) --http 127.0.0.1:$$((9643+n)) \
-	    --controller-voters $(CLUSTER_VOTERS) >> data/node$$n/sluiced.log 2>&1 & \
+	    --controller-voters $(CLUSTER_VOTERS) $(CLUSTER_ARGS) >> data/node$$n/sluiced.log 2>&1 & \
 	  echo $$! > data/node$$n/sluiced.pid; \
 	done
 	@for n in 1 2 3; do \
