@@ -317,10 +317,10 @@ func (r *Replica) flushed(err error) {
 	answerAll(fired)
 }
 
-// FollowerFetched records a follower's fetch at the leader: its log end (the fetch offset) and
-// durable offset. It returns the high watermark to send back, or NOT_LEADER_OR_FOLLOWER /
+// FollowerFetched records a follower's fetch at the leader: its log end (the fetch offset), durable
+// offset and whether its copy failed (FailedCopyTag). It returns the high watermark to send back, or NOT_LEADER_OR_FOLLOWER /
 // FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (from the follower's currentLeaderEpoch, -1 to skip).
-func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffset, durable int64, now time.Time) (int64, error) {
+func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffset, durable int64, copyFailed bool, now time.Time) (int64, error) {
 	r.mu.Lock()
 	if r.mu.role != RoleLeader {
 		r.mu.Unlock()
@@ -346,7 +346,7 @@ func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffse
 	if !ok {
 		position = FollowerPosition{LogEnd: -1, Durable: -1}
 	}
-	r.mu.followers[follower] = position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset())
+	r.mu.followers[follower] = position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset(), copyFailed)
 	fired := r.advanceLocked()
 	high := r.highWatermark.Load()
 	r.mu.Unlock()

@@ -54,7 +54,7 @@ func replicate(t *testing.T, leader, follower *Replica, followerID int32) {
 
 func report(t *testing.T, leader, follower *Replica, followerID int32) {
 	t.Helper()
-	high, err := leader.FollowerFetched(followerID, -1, follower.Log.LogEndOffset(), follower.Log.FlushedOffset(), time.Now())
+	high, err := leader.FollowerFetched(followerID, -1, follower.Log.LogEndOffset(), follower.Log.FlushedOffset(), false, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestAckMemoryWaitsForTheHighWatermarkOnly(t *testing.T) {
 	data, _ := leader.Log.Read(from, 1<<20, leader.Log.LogEndOffset(), nil)
 	follower.AppendFromLeader(data)
 	// Reported as fetched but not durable: memory mode acknowledges.
-	if _, err := leader.FollowerFetched(2, 0, follower.Log.LogEndOffset(), 0, time.Now()); err != nil {
+	if _, err := leader.FollowerFetched(2, 0, follower.Log.LogEndOffset(), 0, false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -51,16 +52,35 @@ func (b *lockedBuffer) tail(lines int) string {
 
 func startCluster(t testing.TB, nodes int, args ...string) *localcluster.Cluster {
 	t.Helper()
+	return startClusterPrepared(t, nodes, nil, args...)
+}
+
+// startClusterPrepared is startCluster with prepare run before the nodes start (per-node
+// environment, for the test hooks of test_hooks.go).
+func startClusterPrepared(t testing.TB, nodes int, prepare func(*localcluster.Cluster), args ...string) *localcluster.Cluster {
+	t.Helper()
 	logs := &lockedBuffer{}
-	c, err := localcluster.Start(localcluster.Config{
+	c, err := localcluster.New(localcluster.Config{
 		Binary: sluicedBinary, Dir: t.TempDir(), Nodes: nodes, Args: append(slices.Clone(clusterArgs), args...), Logs: logs,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if prepare != nil {
+		prepare(c)
+	}
+	if err := c.StartAll(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last cluster log lines:\n%s", logs.tail(300))
+			// SLUICE_TEST_CLUSTER_LOGS=dir keeps a failed test's whole cluster log there.
+			if dir := os.Getenv("SLUICE_TEST_CLUSTER_LOGS"); dir != "" {
+				logs.mu.Lock()
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().Unix())), logs.buf.Bytes(), 0o644)
+				logs.mu.Unlock()
+			}
 		}
 		c.Close()
 	})
