@@ -28,15 +28,20 @@ import (
 // clusterArgs are timings that make failover quick and ISR changes visible within a test.
 var clusterArgs = []string{"--replica-lag-time-max", "3s"}
 
-// lockedBuffer collects the nodes' logs for a failure report.
+// lockedBuffer collects the nodes' logs for a failure report (the first 32 MiB), and all of them
+// in file when that is set.
 type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	file *os.File
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.file != nil {
+		b.file.Write(p)
+	}
 	if b.buf.Len() > 32<<20 {
 		return len(p), nil
 	}
@@ -60,6 +65,14 @@ func startCluster(t testing.TB, nodes int, args ...string) *localcluster.Cluster
 func startClusterPrepared(t testing.TB, nodes int, prepare func(*localcluster.Cluster), args ...string) *localcluster.Cluster {
 	t.Helper()
 	logs := &lockedBuffer{}
+	// SLUICE_TEST_CLUSTER_LOGS=dir keeps a failed test's whole cluster log there.
+	if dir := os.Getenv("SLUICE_TEST_CLUSTER_LOGS"); dir != "" {
+		file, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs.file = file
+	}
 	c, err := localcluster.New(localcluster.Config{
 		Binary: sluicedBinary, Dir: t.TempDir(), Nodes: nodes, Args: append(slices.Clone(clusterArgs), args...), Logs: logs,
 	})
@@ -75,14 +88,16 @@ func startClusterPrepared(t testing.TB, nodes int, prepare func(*localcluster.Cl
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last cluster log lines:\n%s", logs.tail(300))
-			// SLUICE_TEST_CLUSTER_LOGS=dir keeps a failed test's whole cluster log there.
-			if dir := os.Getenv("SLUICE_TEST_CLUSTER_LOGS"); dir != "" {
-				logs.mu.Lock()
-				os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().Unix())), logs.buf.Bytes(), 0o644)
-				logs.mu.Unlock()
-			}
 		}
 		c.Close()
+		if logs.file != nil {
+			logs.mu.Lock()
+			logs.file.Close()
+			if !t.Failed() {
+				os.Remove(logs.file.Name())
+			}
+			logs.mu.Unlock()
+		}
 	})
 	return c
 }
