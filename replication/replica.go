@@ -199,10 +199,16 @@ func (r *Replica) MakeLeader(leaderEpoch, partitionEpoch int32, replicas, isr []
 		r.mu.durableWatermark = min(r.mu.durableWatermark, r.highWatermark.Load())
 		r.mu.flushRequested = -1
 	}
+	// A pending proposal names the partition epoch it was made at: once the metadata has moved past
+	// it, the proposal was applied or refused, whatever ISR this (possibly coalesced, later)
+	// metadata shows. Waiting for the proposed members to appear instead would wait for ever when a
+	// later change (a fenced member leaving) lands in the same update, and no ISR change would be
+	// proposed for the partition again until its leader changed.
+	moved := partitionEpoch != r.mu.partitionEpoch
 	r.mu.partitionEpoch = partitionEpoch
 	r.mu.replicas = slices.Clone(replicas)
 	r.mu.isr = slices.Clone(isr)
-	if r.mu.pendingISR != nil && (newEpoch || sameMembers(r.mu.pendingISR, isr)) {
+	if r.mu.pendingISR != nil && (newEpoch || moved || sameMembers(r.mu.pendingISR, isr)) {
 		r.mu.pendingISR = nil
 	}
 	fired := r.advanceLocked()
