@@ -554,6 +554,21 @@ func (r *Replica) TruncateTo(offset int64) error {
 	return nil
 }
 
+// DropEpochsFrom drops the epochs of a follower's history that start at or after offset, which is
+// its log end: they hold no records (the divergence search settles on an older epoch). It does
+// nothing once the replica no longer follows (a new leader epoch may start there).
+func (r *Replica) DropEpochsFrom(offset int64) error {
+	r.appendGate.Lock()
+	defer r.appendGate.Unlock()
+	r.mu.Lock()
+	role := r.mu.role
+	r.mu.Unlock()
+	if role != RoleFollower || offset < r.Log.LogEndOffset() {
+		return nil
+	}
+	return r.Epochs.TruncateTo(offset)
+}
+
 // SetFollowerHighWatermark takes the leader's high watermark, capped at this log's end.
 func (r *Replica) SetFollowerHighWatermark(leaderHigh int64) {
 	r.mu.Lock()
