@@ -70,21 +70,25 @@ func (b *Broker) controlledShutdown(ctx context.Context) {
 	b.logger.Info("controlled shutdown: leadership moved off this broker")
 }
 
-// followerFetched records a follower's fetch of p (its fetch offset and the durable offset it
-// reports in replication.DurableOffsetTag) and returns the high watermark to send it. A fetch that
+// followerFetched records a follower's fetch of p (its fetch offset, the durable offset it reports
+// in replication.DurableOffsetTag, and replication.FailedCopyTag if its copy failed) and returns the high watermark to send it. A fetch that
 // moves the high watermark wakes the consumer fetches parked on p.
 func (b *Broker) followerFetched(p *partition, follower int32, rp kmsg.FetchRequestTopicPartition) (int64, error) {
 	durable := int64(-1)
+	copyFailed := false
 	rp.UnknownTags.Each(func(key uint32, value []byte) {
-		if key == replication.DurableOffsetTag && len(value) == 8 {
+		switch {
+		case key == replication.DurableOffsetTag && len(value) == 8:
 			durable = int64(binary.BigEndian.Uint64(value))
+		case key == replication.FailedCopyTag:
+			copyFailed = true
 		}
 	})
 	if durable < 0 {
 		durable = rp.FetchOffset // a follower that does not report durability: Kafka's semantics
 	}
 	before := p.replica.HighWatermark()
-	high, err := p.replica.FollowerFetched(follower, rp.CurrentLeaderEpoch, rp.FetchOffset, durable, time.Now())
+	high, err := p.replica.FollowerFetched(follower, rp.CurrentLeaderEpoch, rp.FetchOffset, durable, copyFailed, time.Now())
 	if err != nil {
 		return 0, err
 	}

@@ -55,7 +55,8 @@ type recovery struct {
 	damagedReads *metrics.Counter
 	// sluice_replication_leader_damaged_total: fetches this node, following, got CORRUPT_MESSAGE.
 	leaderDamaged *metrics.Counter
-	// sluice_replication_leader_resignations_total: leaderships this node handed off for damage.
+	// sluice_replication_leader_resignations_total: leaderships this node handed off for damage
+	// or a failed log (failed_copy.go).
 	resignations *metrics.Counter
 	// sluice_replication_damage_truncations_total: follower logs truncated at damaged data.
 	damageTruncations *metrics.Counter
@@ -107,14 +108,28 @@ func (rc *recovery) allowLine(key partitionKey, now time.Time) bool {
 // move leadership to another in-sync replica; see the comment at the top of damage.go.
 func (m *Manager) LeaderReadDamaged(r *Replica, offset int64, cause error) {
 	key := keyOf(r)
-	now := time.Now()
 	m.recovery.damagedReads.Inc()
-	role, _, epoch := r.State()
 	rc := &m.recovery
 	rc.mu.Lock()
 	if from, ok := rc.mu.damagedFrom[key]; !ok || offset < from {
 		rc.mu.damagedFrom[key] = offset
 	}
+	rc.mu.Unlock()
+	m.resign(r, time.Now(), "a damaged log", func(epoch int32) {
+		m.logger.Error("replication: this leader cannot read its own log to serve a follower (damaged data); asking the controller to move leadership to an in-sync replica with an intact copy",
+			"topic", r.Topic, "partition", r.Partition, "offset", offset, "leader_epoch", epoch, "err", cause)
+	})
+}
+
+// resign asks the controller, in the background, to move r's leadership to another live in-sync
+// replica, if r leads and it was not asked for r within resignRetryInterval. announce logs why
+// (rate-limited per partition) before the request goes out; what names the trouble in the warning
+// logged when the controller refuses.
+func (m *Manager) resign(r *Replica, now time.Time, what string, announce func(leaderEpoch int32)) {
+	key := keyOf(r)
+	role, _, epoch := r.State()
+	rc := &m.recovery
+	rc.mu.Lock()
 	resign := rc.mu.resigner
 	due := role == RoleLeader && resign != nil && now.Sub(rc.mu.lastResign[key]) >= resignRetryInterval
 	if due {
@@ -125,8 +140,7 @@ func (m *Manager) LeaderReadDamaged(r *Replica, offset int64, cause error) {
 		return
 	}
 	if rc.allowLine(key, now) {
-		m.logger.Error("replication: this leader cannot read its own log to serve a follower (damaged data); asking the controller to move leadership to an in-sync replica with an intact copy",
-			"topic", r.Topic, "partition", r.Partition, "offset", offset, "leader_epoch", epoch, "err", cause)
+		announce(epoch)
 	}
 	m.mu.Lock()
 	closed := m.mu.closed
@@ -149,7 +163,7 @@ func (m *Manager) LeaderReadDamaged(r *Replica, offset int64, cause error) {
 			}
 		}()
 		if err := resign(ctx, r.Topic, r.Partition, epoch); err != nil {
-			m.logger.Warn("replication: the controller did not move leadership off a damaged log; serving what it can and asking again",
+			m.logger.Warn("replication: the controller did not move leadership off "+what+"; serving what it can and asking again",
 				"topic", r.Topic, "partition", r.Partition, "leader_epoch", epoch, "retry_in", resignRetryInterval, "err", err)
 			return
 		}

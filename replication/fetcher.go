@@ -50,6 +50,8 @@ type followed struct {
 	inFlight        bool      // a data fetch or epoch check for it is in flight
 	pausedUntil     time.Time // after an error
 	reportedDurable int64     // durable offset last sent to the leader
+	// failedReportDue: when this replica's failed copy is next reported (failed_copy.go).
+	failedReportDue time.Time
 }
 
 type requestKind int
@@ -160,8 +162,8 @@ func (f *fetcher) serve(c *conn) error {
 		if len(pending) < maxRequestsInFlight {
 			var check, data []*followed
 			for _, p := range partitions {
-				if p.inFlight || now.Before(p.pausedUntil) {
-					continue
+				if p.inFlight || now.Before(p.pausedUntil) || copyFailed(p) {
+					continue // a failed copy is only reported, by acknowledgement fetches
 				}
 				if p.needsEpochCheck {
 					check = append(check, p)
@@ -192,10 +194,11 @@ func (f *fetcher) serve(c *conn) error {
 				nudged = true
 			}
 		}
+		ackDirty = ackDirty || failedReportsDue(partitions, now)
 		if ackDirty && !ackInFlight && len(pending) < maxRequestsInFlight {
 			var acks []*followed
 			for _, p := range partitions {
-				if !p.needsEpochCheck && f.durableOf(p) > p.reportedDurable {
+				if failedReportDue(p, now) || (!p.needsEpochCheck && f.durableOf(p) > p.reportedDurable) {
 					acks = append(acks, p)
 				}
 			}
@@ -334,6 +337,10 @@ func (f *fetcher) fetchRequest(partitions []*followed, ackOnly bool) *kmsg.Fetch
 		var durable [8]byte
 		binary.BigEndian.PutUint64(durable[:], uint64(reported))
 		rp.UnknownTags.Set(DurableOffsetTag, durable[:])
+		if copyFailed(p) {
+			rp.UnknownTags.Set(FailedCopyTag, []byte{})
+			p.failedReportDue = time.Now().Add(failedCopyReportInterval)
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	return req
@@ -356,7 +363,7 @@ func (f *fetcher) handleFetch(partitions []*followed, body []byte) error {
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			p, ok := byKey[partitionKey{rt.Topic, rp.Partition}]
-			if !ok || !f.manager.stillFollowing(p) {
+			if !ok || !f.manager.stillFollowing(p) || copyFailed(p) {
 				continue
 			}
 			if rp.ErrorCode != 0 {
@@ -472,6 +479,15 @@ func (f *fetcher) handleEpochs(partitions []*followed, body []byte) error {
 				f.manager.logger.Info("replication: truncated a divergent tail", "topic", r.Topic, "partition", r.Partition,
 					"from", logEnd, "to", target, "leader", f.leaderID, "leader_epoch", p.leaderEpoch)
 				f.manager.observeTruncation()
+			} else if !settled {
+				// No record to cut, but the epochs that start at the cut hold none either: they
+				// go, or the next question names the same epoch and gets the same answer for ever
+				// (empty epochs, e.g. of topics that took no records yet).
+				if err := r.DropEpochsFrom(target); err != nil {
+					f.manager.logger.Error("replication: drop empty epochs", "topic", r.Topic, "partition", r.Partition, "err", err)
+					p.pausedUntil = time.Now().Add(f.manager.config.RetryBackoff)
+					continue
+				}
 			}
 			// Unsettled: the leader answered an epoch this log never had, so the cut is at the
 			// end of an older epoch of ours; ask again about that one.

@@ -218,6 +218,7 @@ func (m *Manager) runISRChecks() {
 		}
 		m.mu.Unlock()
 		now := time.Now()
+		m.resignFailedLeaders(leading, now) // failed_copy.go
 		for _, r := range leading {
 			previous := r.ISR()
 			isr, leaderEpoch, partitionEpoch, ok := r.ProposeISR(now, m.config.LagTimeMax)

@@ -23,6 +23,9 @@ type FollowerPosition struct {
 	// Disconnected is when the follower's last fetch connection to this leader closed, zero
 	// while it has one or has fetched since.
 	Disconnected time.Time
+	// CopyFailed: the follower's last fetch said its copy failed (FailedCopyTag): it takes no
+	// appends, so it leaves the ISR at once and may not rejoin while it says so.
+	CopyFailed bool
 	// leaderEndAtLastFetch is the leader's log end when the previous fetch arrived.
 	leaderEndAtLastFetch int64
 }
@@ -30,6 +33,9 @@ type FollowerPosition struct {
 // inSync reports whether an ISR member stays in sync at now: caught up within lagMax, and not
 // gone (connections closed) for longer than grace.
 func (p FollowerPosition) inSync(now time.Time, lagMax, grace time.Duration) bool {
+	if p.CopyFailed {
+		return false
+	}
 	if !p.Disconnected.IsZero() && now.Sub(p.Disconnected) > grace {
 		return false
 	}
@@ -38,8 +44,10 @@ func (p FollowerPosition) inSync(now time.Time, lagMax, grace time.Duration) boo
 
 // fetched updates p for a fetch arriving at now, when the leader's log ends at leaderEnd: the
 // follower is caught up now if it asks for the log end, and was caught up at its previous fetch if
-// it now asks for what was the log end then.
-func (p FollowerPosition) fetched(now time.Time, fetchOffset, durable, leaderEnd int64) FollowerPosition {
+// it now asks for what was the log end then. copyFailed is whether the fetch says the follower's
+// copy failed.
+func (p FollowerPosition) fetched(now time.Time, fetchOffset, durable, leaderEnd int64, copyFailed bool) FollowerPosition {
+	p.CopyFailed = copyFailed
 	if fetchOffset >= leaderEnd {
 		p.LastCaughtUp = now
 	} else if !p.LastFetch.IsZero() && fetchOffset >= p.leaderEndAtLastFetch && p.LastFetch.After(p.LastCaughtUp) {
@@ -75,8 +83,9 @@ func watermarks(leaderID int32, leaderEnd, leaderFlushed int64, isr []int32, fol
 }
 
 // desiredISR is the ISR the leader should propose: members other than the leader that have not
-// been caught up within lagMax, or whose connections closed more than grace ago, leave; replicas outside it that have reached the high watermark and
-// the start of the leader's epoch, and fetched within lagMax, join. The result keeps replica order.
+// been caught up within lagMax, whose connections closed more than grace ago, or whose copy failed,
+// leave; replicas outside it that have reached the high watermark and the start of the leader's
+// epoch, fetched within lagMax and have a working copy, join. The result keeps replica order.
 func desiredISR(now time.Time, lagMax, grace time.Duration, leaderID int32, replicas, isr []int32,
 	followers map[int32]FollowerPosition, highWatermark, epochStart int64) []int32 {
 	next := make([]int32, 0, len(replicas))
@@ -92,7 +101,7 @@ func desiredISR(now time.Time, lagMax, grace time.Duration, leaderID int32, repl
 			}
 			continue
 		}
-		if known && position.Disconnected.IsZero() && position.LogEnd >= highWatermark && position.LogEnd >= epochStart && now.Sub(position.LastFetch) <= lagMax {
+		if known && position.Disconnected.IsZero() && !position.CopyFailed && position.LogEnd >= highWatermark && position.LogEnd >= epochStart && now.Sub(position.LastFetch) <= lagMax {
 			next = append(next, id)
 		}
 	}

@@ -75,19 +75,19 @@ func TestDesiredISR(t *testing.T) {
 func TestCaughtUpFollowsKafka(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var p FollowerPosition
-	p = p.fetched(t0, 50, 50, 50) // at the log end: caught up now
+	p = p.fetched(t0, 50, 50, 50, false) // at the log end: caught up now
 	if !p.LastCaughtUp.Equal(t0) {
 		t.Fatalf("caught up at %v", p.LastCaughtUp)
 	}
-	p = p.fetched(t0.Add(time.Second), 50, 50, 80) // the leader grew meanwhile; the follower had all of the previous end
+	p = p.fetched(t0.Add(time.Second), 50, 50, 80, false) // the leader grew meanwhile; the follower had all of the previous end
 	if !p.LastCaughtUp.Equal(t0) {
 		t.Fatalf("caught up at %v", p.LastCaughtUp)
 	}
-	p = p.fetched(t0.Add(2*time.Second), 80, 60, 90) // it now has what the leader had at its previous fetch
+	p = p.fetched(t0.Add(2*time.Second), 80, 60, 90, false) // it now has what the leader had at its previous fetch
 	if !p.LastCaughtUp.Equal(t0.Add(time.Second)) {
 		t.Fatalf("caught up at %v, want the previous fetch", p.LastCaughtUp)
 	}
-	p = p.fetched(t0.Add(3*time.Second), 85, 90, 100) // behind both: no change; durable capped at the fetch offset
+	p = p.fetched(t0.Add(3*time.Second), 85, 90, 100, false) // behind both: no change; durable capped at the fetch offset
 	if !p.LastCaughtUp.Equal(t0.Add(time.Second)) || p.Durable != 85 {
 		t.Fatalf("caught up at %v durable %d", p.LastCaughtUp, p.Durable)
 	}
@@ -109,8 +109,34 @@ func TestDesiredISRDisconnectedFollower(t *testing.T) {
 	if want := []int32{1, 3}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v (2 gone past the grace, 3 within it, 4 outside and disconnected)", got, want)
 	}
-	reconnected := followers[2].fetched(now, 100, 100, 100)
+	reconnected := followers[2].fetched(now, 100, 100, 100, false)
 	if !reconnected.Disconnected.IsZero() || !reconnected.inSync(now, lag, grace) {
 		t.Fatalf("a fetch after the disconnect must clear it: %+v", reconnected)
+	}
+}
+
+// A follower whose fetch says its copy failed leaves the ISR at the next check though it is caught
+// up, does not rejoin while it says so, and may rejoin once it fetches with a working copy (after
+// a restart).
+func TestDesiredISRFailedCopy(t *testing.T) {
+	now := time.Unix(1000, 0)
+	lag, grace := 30*time.Second, time.Second
+	failed := FollowerPosition{}.fetched(now, 100, 90, 100, true)
+	followers := map[int32]FollowerPosition{2: failed, 3: FollowerPosition{}.fetched(now, 100, 100, 100, false)}
+	if failed.inSync(now, lag, grace) {
+		t.Fatal("a failed copy counts as in sync")
+	}
+	got := desiredISR(now, lag, grace, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, followers, 100, 0)
+	if want := []int32{1, 3}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v (2's copy failed)", got, want)
+	}
+	got = desiredISR(now, lag, grace, 1, []int32{1, 2, 3}, []int32{1, 3}, followers, 100, 0)
+	if want := []int32{1, 3}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v (a failed copy may not rejoin)", got, want)
+	}
+	followers[2] = followers[2].fetched(now, 100, 100, 100, false)
+	got = desiredISR(now, lag, grace, 1, []int32{1, 2, 3}, []int32{1, 3}, followers, 100, 0)
+	if want := []int32{1, 2, 3}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v (a working copy again rejoins)", got, want)
 	}
 }

@@ -199,10 +199,16 @@ func (r *Replica) MakeLeader(leaderEpoch, partitionEpoch int32, replicas, isr []
 		r.mu.durableWatermark = min(r.mu.durableWatermark, r.highWatermark.Load())
 		r.mu.flushRequested = -1
 	}
+	// A pending proposal names the partition epoch it was made at: once the metadata has moved past
+	// it, the proposal was applied or refused, whatever ISR this (possibly coalesced, later)
+	// metadata shows. Waiting for the proposed members to appear instead would wait for ever when a
+	// later change (a fenced member leaving) lands in the same update, and no ISR change would be
+	// proposed for the partition again until its leader changed.
+	moved := partitionEpoch != r.mu.partitionEpoch
 	r.mu.partitionEpoch = partitionEpoch
 	r.mu.replicas = slices.Clone(replicas)
 	r.mu.isr = slices.Clone(isr)
-	if r.mu.pendingISR != nil && (newEpoch || sameMembers(r.mu.pendingISR, isr)) {
+	if r.mu.pendingISR != nil && (newEpoch || moved || sameMembers(r.mu.pendingISR, isr)) {
 		r.mu.pendingISR = nil
 	}
 	fired := r.advanceLocked()
@@ -317,10 +323,10 @@ func (r *Replica) flushed(err error) {
 	answerAll(fired)
 }
 
-// FollowerFetched records a follower's fetch at the leader: its log end (the fetch offset) and
-// durable offset. It returns the high watermark to send back, or NOT_LEADER_OR_FOLLOWER /
+// FollowerFetched records a follower's fetch at the leader: its log end (the fetch offset), durable
+// offset and whether its copy failed (FailedCopyTag). It returns the high watermark to send back, or NOT_LEADER_OR_FOLLOWER /
 // FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (from the follower's currentLeaderEpoch, -1 to skip).
-func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffset, durable int64, now time.Time) (int64, error) {
+func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffset, durable int64, copyFailed bool, now time.Time) (int64, error) {
 	r.mu.Lock()
 	if r.mu.role != RoleLeader {
 		r.mu.Unlock()
@@ -346,7 +352,7 @@ func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffse
 	if !ok {
 		position = FollowerPosition{LogEnd: -1, Durable: -1}
 	}
-	r.mu.followers[follower] = position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset())
+	r.mu.followers[follower] = position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset(), copyFailed)
 	fired := r.advanceLocked()
 	high := r.highWatermark.Load()
 	r.mu.Unlock()
@@ -560,6 +566,21 @@ func (r *Replica) TruncateTo(offset int64) error {
 		r.highWatermark.Store(r.Log.LogEndOffset())
 	}
 	return nil
+}
+
+// DropEpochsFrom drops the epochs of a follower's history that start at or after offset, which is
+// its log end: they hold no records (the divergence search settles on an older epoch). It does
+// nothing once the replica no longer follows (a new leader epoch may start there).
+func (r *Replica) DropEpochsFrom(offset int64) error {
+	r.appendGate.Lock()
+	defer r.appendGate.Unlock()
+	r.mu.Lock()
+	role := r.mu.role
+	r.mu.Unlock()
+	if role != RoleFollower || offset < r.Log.LogEndOffset() {
+		return nil
+	}
+	return r.Epochs.TruncateTo(offset)
 }
 
 // SetFollowerHighWatermark takes the leader's high watermark, capped at this log's end.

@@ -54,7 +54,7 @@ func replicate(t *testing.T, leader, follower *Replica, followerID int32) {
 
 func report(t *testing.T, leader, follower *Replica, followerID int32) {
 	t.Helper()
-	high, err := leader.FollowerFetched(followerID, -1, follower.Log.LogEndOffset(), follower.Log.FlushedOffset(), time.Now())
+	high, err := leader.FollowerFetched(followerID, -1, follower.Log.LogEndOffset(), follower.Log.FlushedOffset(), false, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestAckMemoryWaitsForTheHighWatermarkOnly(t *testing.T) {
 	data, _ := leader.Log.Read(from, 1<<20, leader.Log.LogEndOffset(), nil)
 	follower.AppendFromLeader(data)
 	// Reported as fetched but not durable: memory mode acknowledges.
-	if _, err := leader.FollowerFetched(2, 0, follower.Log.LogEndOffset(), 0, time.Now()); err != nil {
+	if _, err := leader.FollowerFetched(2, 0, follower.Log.LogEndOffset(), 0, false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -282,5 +282,42 @@ func TestDivergenceWithEmptyEpochsSettles(t *testing.T) {
 	}
 	if got := follower.Epochs.LastEpoch(); got != 5 {
 		t.Fatalf("follower's last epoch %d, want 5 (its empty epoch 7 dropped): %v", got, follower.Epochs.Entries())
+	}
+}
+
+// A leader's ISR proposal is settled by any later partition epoch, even when the update that
+// brings it (metadata updates coalesce) shows another ISR: the expansion was applied and a fence
+// took the member out again before this leader saw either. Otherwise the proposal stays pending
+// and the leader never proposes for the partition again.
+func TestPendingISRSettledByLaterPartitionEpoch(t *testing.T) {
+	leader := openReplica(t, 1, AckFsync)
+	now := time.Now()
+	if _, err := leader.MakeLeader(1, 5, []int32{1, 2, 3}, []int32{1, 2}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.FollowerFetched(3, 1, 0, 0, false, now); err != nil {
+		t.Fatal(err)
+	}
+	isr, _, partitionEpoch, ok := leader.ProposeISR(now, 5*time.Second)
+	if !ok || partitionEpoch != 5 || len(isr) != 3 {
+		t.Fatalf("proposal %v at partition epoch %d, ok %v; want [1 2 3] at 5", isr, partitionEpoch, ok)
+	}
+	// Partition epoch 6 (the expansion) and 7 (3 fenced out again) arrive as one update.
+	if _, err := leader.MakeLeader(1, 7, []int32{1, 2, 3}, []int32{1, 2}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.FollowerFetched(3, 1, 0, 0, false, now); err != nil {
+		t.Fatal(err)
+	}
+	isr, _, partitionEpoch, ok = leader.ProposeISR(now, 5*time.Second)
+	if !ok || partitionEpoch != 7 || len(isr) != 3 {
+		t.Fatalf("after the update: proposal %v at partition epoch %d, ok %v; want [1 2 3] at 7", isr, partitionEpoch, ok)
+	}
+	// The same partition epoch applied again (a re-applied snapshot) leaves a pending proposal alone.
+	if _, err := leader.MakeLeader(1, 7, []int32{1, 2, 3}, []int32{1, 2}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, ok := leader.ProposeISR(now, 5*time.Second); ok {
+		t.Fatal("a second proposal while the first is pending at the same partition epoch")
 	}
 }

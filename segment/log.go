@@ -162,6 +162,17 @@ func (l *Log) fail(err error) {
 	l.failure.CompareAndSwap(nil, &err)
 }
 
+// Failure is nil while the log works, and the error that failed it once an fsync or write failed:
+// from then on appends fail with ErrFailed until the log is reopened, and what it held past its
+// flushed offset may be gone from the page cache. Replication reads it to move leadership and ISR
+// membership off a failed copy at once (one atomic load: cheap enough for the fetch loop).
+func (l *Log) Failure() error {
+	if f := l.failure.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
+
 // rollLocked seals the active segment and starts a new one at the log end.
 func (l *Log) rollLocked() (*segment, error) {
 	cfg := l.config.Load()

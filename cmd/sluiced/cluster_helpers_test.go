@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,15 +28,20 @@ import (
 // clusterArgs are timings that make failover quick and ISR changes visible within a test.
 var clusterArgs = []string{"--replica-lag-time-max", "3s"}
 
-// lockedBuffer collects the nodes' logs for a failure report.
+// lockedBuffer collects the nodes' logs for a failure report (the first 32 MiB), and all of them
+// in file when that is set.
 type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	file *os.File
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.file != nil {
+		b.file.Write(p)
+	}
 	if b.buf.Len() > 32<<20 {
 		return len(p), nil
 	}
@@ -51,11 +57,32 @@ func (b *lockedBuffer) tail(lines int) string {
 
 func startCluster(t testing.TB, nodes int, args ...string) *localcluster.Cluster {
 	t.Helper()
+	return startClusterPrepared(t, nodes, nil, args...)
+}
+
+// startClusterPrepared is startCluster with prepare run before the nodes start (per-node
+// environment, for the test hooks of test_hooks.go).
+func startClusterPrepared(t testing.TB, nodes int, prepare func(*localcluster.Cluster), args ...string) *localcluster.Cluster {
+	t.Helper()
 	logs := &lockedBuffer{}
-	c, err := localcluster.Start(localcluster.Config{
+	// SLUICE_TEST_CLUSTER_LOGS=dir keeps a failed test's whole cluster log there.
+	if dir := os.Getenv("SLUICE_TEST_CLUSTER_LOGS"); dir != "" {
+		file, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs.file = file
+	}
+	c, err := localcluster.New(localcluster.Config{
 		Binary: sluicedBinary, Dir: t.TempDir(), Nodes: nodes, Args: append(slices.Clone(clusterArgs), args...), Logs: logs,
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(c)
+	}
+	if err := c.StartAll(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -63,6 +90,14 @@ func startCluster(t testing.TB, nodes int, args ...string) *localcluster.Cluster
 			t.Logf("last cluster log lines:\n%s", logs.tail(300))
 		}
 		c.Close()
+		if logs.file != nil {
+			logs.mu.Lock()
+			logs.file.Close()
+			if !t.Failed() {
+				os.Remove(logs.file.Name())
+			}
+			logs.mu.Unlock()
+		}
 	})
 	return c
 }

@@ -73,7 +73,7 @@ var metricHelps = map[string]string{
 	"sluice_replication_log_resets_total":          "Follower logs restarted at the leader's log start.",
 	"sluice_replication_damaged_reads_total":       "Follower fetches this node, leading, could not serve because its own log is damaged there.",
 	"sluice_replication_leader_damaged_total":      "Fetches this node, following, answered CORRUPT_MESSAGE by the leader.",
-	"sluice_replication_leader_resignations_total": "Leaderships this node handed off because its log is damaged.",
+	"sluice_replication_leader_resignations_total": "Leaderships this node handed off because its log is damaged or failed (an fsync or write error).",
 	"sluice_replication_damage_truncations_total":  "Follower logs truncated at damaged data.",
 	"sluice_isr_shrinks_total":                     "Followers this broker removed from an ISR as leader.",
 	"sluice_isr_expands_total":                     "Followers this broker added back to an ISR as leader.",

@@ -1,0 +1,60 @@
+package replication
+
+// Failed copies.
+//
+// A log whose fsync or write failed takes no more appends until it is reopened (segment.Log.Failure:
+// the kernel may have dropped the unflushed pages). Such a copy can neither take produce as a
+// leader nor make acks=all progress as a follower, and waiting for the lag time to notice stalls
+// every partition it is in sync for. Kafka takes a failed log directory offline and the controller
+// moves leadership and ISR membership off it; sluice does the same per partition:
+//
+//   - Leader side: the ISR check (runISRChecks) finds a led replica whose log failed and asks the
+//     controller to hand leadership to another live in-sync replica (the Resigner, as for damaged
+//     logs), which also takes this node out of the ISR.
+//   - Follower side: the fetcher stops fetching the partition and says its copy failed, with
+//     FailedCopyTag, in an acknowledgement fetch at once (the failed flush pokes it) and then every
+//     failedCopyReportInterval. The leader takes it out of the ISR at its next check and does not let
+//     it back in while the tag comes (FollowerPosition.CopyFailed). After a restart the log opens
+//     again, the tag stops, and the replica catches up and rejoins as any other.
+
+import "time"
+
+// FailedCopyTag is the tagged field (on a Fetch request partition, v12+, empty) by which a follower
+// says that its copy of the partition failed. Leaders that do not know it ignore it.
+const FailedCopyTag = 0x534d
+
+// failedCopyReportInterval paces the reports of a copy that stays failed.
+const failedCopyReportInterval = time.Second
+
+// copyFailed reports whether p's local log failed.
+func copyFailed(p *followed) bool { return p.replica.Log.Failure() != nil }
+
+// failedReportDue reports whether p's copy failed and the leader is due to hear it.
+func failedReportDue(p *followed, now time.Time) bool {
+	return !now.Before(p.failedReportDue) && copyFailed(p)
+}
+
+// failedReportsDue reports whether any of partitions is due a failed-copy report.
+func failedReportsDue(partitions []*followed, now time.Time) bool {
+	for _, p := range partitions {
+		if failedReportDue(p, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// resignFailedLeaders asks the controller to move leadership off every replica in leading whose
+// log failed (at most once per resignRetryInterval each).
+func (m *Manager) resignFailedLeaders(leading []*Replica, now time.Time) {
+	for _, r := range leading {
+		cause := r.Log.Failure()
+		if cause == nil {
+			continue
+		}
+		m.resign(r, now, "a failed log", func(epoch int32) {
+			m.logger.Error("replication: this leader's log failed (an fsync or write error) and takes no appends; asking the controller to move leadership to an in-sync replica",
+				"topic", r.Topic, "partition", r.Partition, "leader_epoch", epoch, "err", cause)
+		})
+	}
+}

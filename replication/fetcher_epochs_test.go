@@ -1,0 +1,65 @@
+package replication
+
+import (
+	"context"
+	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The divergence search between copies that hold no records settles: a follower whose history
+// has epochs the leader never had (it led at 1 and 3; the leader's history is 0, 2, 4, all
+// starting at offset 0) is told where the leader's older epoch ends, drops its empty newer epochs
+// and asks again, instead of asking about epoch 3 for ever and never fetching (the restarted
+// node that never rejoined the ISR in TestClusterControllerDeathDuringTopicCreation).
+func TestEpochSearchSettlesOverEmptyEpochs(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NodeID = 1
+	m, err := NewManager(cfg, func(int32) (string, bool) { return "", false },
+		func(context.Context, string, int32, int32, int32, []int32) error { return nil }, metrics.NewSet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	follower, leader := openReplica(t, 1, AckFsync), openReplica(t, 2, AckFsync)
+	for _, epoch := range []int32{0, 1, 3} {
+		if err := follower.Epochs.Assign(epoch, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, epoch := range []int32{0, 2, 4} {
+		if err := leader.Epochs.Assign(epoch, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follower.MakeFollower(2, 4, 7, []int32{1, 2}, []int32{2})
+	p := &followed{replica: follower, leaderEpoch: 4, needsEpochCheck: true, reportedDurable: -1}
+	m.mu.Lock()
+	m.mu.followed[2] = map[partitionKey]*followed{keyOf(follower): p}
+	m.mu.Unlock()
+	f := &fetcher{manager: m, leaderID: 2, logger: m.logger}
+
+	for round := 1; p.needsEpochCheck; round++ {
+		if round > 5 {
+			t.Fatalf("still searching after %d rounds; follower epochs %v", round-1, follower.Epochs.Entries())
+		}
+		// The leader answers the question the fetcher would send (epochRequest).
+		asked := f.epochRequest([]*followed{p}).Topics[0].Partitions[0].LeaderEpoch
+		epoch, end := leader.Epochs.EndOffsetFor(asked, leader.Log.LogEndOffset())
+		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+		resp.Version = epochRequestVersion
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = follower.Topic
+		rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+		rp.Partition, rp.LeaderEpoch, rp.EndOffset = follower.Partition, epoch, end
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		if err := f.handleEpochs([]*followed{p}, resp.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if follower.Log.LogEndOffset() != 0 {
+		t.Fatalf("log end %d", follower.Log.LogEndOffset())
+	}
+}
