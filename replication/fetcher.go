@@ -479,15 +479,6 @@ func (f *fetcher) handleEpochs(partitions []*followed, body []byte) error {
 				f.manager.logger.Info("replication: truncated a divergent tail", "topic", r.Topic, "partition", r.Partition,
 					"from", logEnd, "to", target, "leader", f.leaderID, "leader_epoch", p.leaderEpoch)
 				f.manager.observeTruncation()
-			} else if !settled {
-				// No record to cut, but the epochs that start at the cut hold none either: they
-				// go, or the next question names the same epoch and gets the same answer for ever
-				// (empty epochs, e.g. of topics that took no records yet).
-				if err := r.DropEpochsFrom(target); err != nil {
-					f.manager.logger.Error("replication: drop empty epochs", "topic", r.Topic, "partition", r.Partition, "err", err)
-					p.pausedUntil = time.Now().Add(f.manager.config.RetryBackoff)
-					continue
-				}
 			}
 			// Unsettled: the leader answered an epoch this log never had, so the cut is at the
 			// end of an older epoch of ours; ask again about that one.

@@ -546,7 +546,7 @@ func (r *Replica) ResolveDivergence(leaderEpoch int32, endOffset int64) (target 
 	if target < r.Log.LogEndOffset() {
 		return target, settled, r.TruncateTo(target)
 	}
-	return target, settled, r.Epochs.TruncateTo(target)
+	return target, settled, r.DropEpochsFrom(target)
 }
 
 // TruncateTo cuts the follower's log (and epoch history) at offset.
