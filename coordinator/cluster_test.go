@@ -221,6 +221,17 @@ func awaitMetadata(t testing.TB, c *Coordinator, what string, condition func(*Me
 	return c.Metadata()
 }
 
+// registerWithSessions registers every node's broker and starts the heartbeat sessions of brokers
+// 1 to last.
+func registerWithSessions(t testing.TB, tc *testCluster, last int32) {
+	t.Helper()
+	registerAll(t, tc)
+	for id := int32(1); id <= last; id++ {
+		c := tc.node(id)
+		c.StartSession(c.Metadata().Brokers[id])
+	}
+}
+
 func registerAll(t testing.TB, tc *testCluster) {
 	t.Helper()
 	tc.mu.Lock()
@@ -366,11 +377,7 @@ func TestClusterForwardsOffsetCommitsInBatches(t *testing.T) {
 
 func TestClusterControllerFailover(t *testing.T) {
 	tc := startCluster(t, 3)
-	registerAll(t, tc)
-	for id := int32(1); id <= 3; id++ {
-		c := tc.node(id)
-		c.StartSession(c.Metadata().Brokers[id])
-	}
+	registerWithSessions(t, tc, 3)
 	old := tc.controller()
 	oldID := old.NodeID()
 	survivors := []*Coordinator{}

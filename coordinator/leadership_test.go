@@ -92,11 +92,7 @@ func TestAlterPartitionChecksEpochs(t *testing.T) {
 // in-sync replica at a new epoch and leaves the ISRs; back, it is unfenced.
 func TestClusterFencesASilentBroker(t *testing.T) {
 	tc := startCluster(t, 3)
-	registerAll(t, tc)
-	for id := int32(1); id <= 3; id++ {
-		c := tc.node(id)
-		c.StartSession(c.Metadata().Brokers[id])
-	}
+	registerWithSessions(t, tc, 3)
 	controller := tc.controller()
 	if _, err := controller.CreateTopic(testContext(t), "fenced", 3, 3, nil, false); err != nil {
 		t.Fatal(err)
@@ -125,11 +121,7 @@ func TestClusterFencesASilentBroker(t *testing.T) {
 
 func TestClusterShutdownBrokerMovesLeadership(t *testing.T) {
 	tc := startCluster(t, 3)
-	registerAll(t, tc)
-	for id := int32(1); id <= 3; id++ {
-		c := tc.node(id)
-		c.StartSession(c.Metadata().Brokers[id])
-	}
+	registerWithSessions(t, tc, 3)
 	follower := tc.follower()
 	if _, err := follower.CreateTopic(testContext(t), "moving", 3, 3, nil, false); err != nil {
 		t.Fatal(err)
@@ -169,11 +161,7 @@ func TestClusterFencingSurvivesControllerChange(t *testing.T) {
 	if err := tc.open(tc.nodeConfig(silent)); err != nil {
 		t.Fatal(err)
 	}
-	registerAll(t, tc)
-	for id := int32(1); id <= 4; id++ {
-		c := tc.node(id)
-		c.StartSession(c.Metadata().Brokers[id])
-	}
+	registerWithSessions(t, tc, 4)
 	old := tc.controller()
 	killed := old.NodeID()
 	// Four partitions of three replicas over four brokers: every broker leads one.

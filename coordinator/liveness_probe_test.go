@@ -36,11 +36,7 @@ func TestClusterFencesABrokerWhoseListenerRefuses(t *testing.T) {
 	if err := tc.open(tc.nodeConfig(silent)); err != nil {
 		t.Fatal(err)
 	}
-	registerAll(t, tc)
-	for id := int32(1); id <= 4; id++ {
-		c := tc.node(id)
-		c.StartSession(c.Metadata().Brokers[id])
-	}
+	registerWithSessions(t, tc, 4)
 	controller := tc.controller()
 	if _, err := controller.CreateTopic(testContext(t), "probed", 4, 3, nil, false); err != nil {
 		t.Fatal(err)
@@ -80,11 +76,7 @@ func TestClusterNewControllerProbesTheDeposedOne(t *testing.T) {
 	tc := startClusterWith(t, 3, func(c *Config) {
 		c.BrokerSessionTimeout, c.BrokerProbeAfter = time.Minute, time.Minute
 	})
-	registerAll(t, tc)
-	for id := int32(1); id <= 3; id++ {
-		c := tc.node(id)
-		c.StartSession(c.Metadata().Brokers[id])
-	}
+	registerWithSessions(t, tc, 3)
 	old := tc.controller()
 	killed := old.NodeID()
 	if _, err := old.CreateTopic(testContext(t), "deposed", 3, 3, nil, false); err != nil {

@@ -20,9 +20,7 @@ import (
 func (r *Replica) ResetTo(offset int64) error {
 	r.appendGate.Lock()
 	defer r.appendGate.Unlock()
-	r.mu.Lock()
-	role := r.mu.role
-	r.mu.Unlock()
+	role, _, _ := r.State()
 	if role != RoleFollower {
 		return fmt.Errorf("replication: %s-%d: reset to %d as %s: %w", r.Topic, r.Partition, offset, role, notLeader(r))
 	}

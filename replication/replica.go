@@ -467,9 +467,7 @@ func answer(waiters []ackWaiter, err error) {
 func (r *Replica) AppendFromLeader(records []byte) (int64, error) {
 	r.appendGate.RLock()
 	defer r.appendGate.RUnlock()
-	r.mu.Lock()
-	role := r.mu.role
-	r.mu.Unlock()
+	role, _, _ := r.State()
 	if role != RoleFollower {
 		return r.Log.LogEndOffset(), notLeader(r)
 	}
@@ -574,9 +572,7 @@ func (r *Replica) TruncateTo(offset int64) error {
 func (r *Replica) DropEpochsFrom(offset int64) error {
 	r.appendGate.Lock()
 	defer r.appendGate.Unlock()
-	r.mu.Lock()
-	role := r.mu.role
-	r.mu.Unlock()
+	role, _, _ := r.State()
 	if role != RoleFollower || offset < r.Log.LogEndOffset() {
 		return nil
 	}
