@@ -57,8 +57,8 @@ type Config struct {
 	// LeaderUnreachableAfter: a follower that has had no answer from its leader for FetchMaxWait
 	// plus this reports the leader to the controller (which may move leadership to the followers,
 	// see coordinator/unreachable_leader.go), and drops a connection whose oldest request has
-	// waited that long. 0 (the default for now) turns both off: the demotion it leads to is new,
-	// and the chaos suite turns it on (--replica-leader-unreachable). Invariant: >= 0.
+	// waited that long. 0 turns both off (leadership then moves only when the leader's controller
+	// session lapses). Invariant: >= 0.
 	LeaderUnreachableAfter time.Duration
 	// ISRCheckInterval is how often leaders look for ISR changes to propose.
 	ISRCheckInterval time.Duration
@@ -84,7 +84,7 @@ func DefaultConfig() Config {
 		FetchMaxBytes:          16 << 20,
 		PartitionMaxBytes:      4 << 20,
 		DisconnectGrace:        time.Second,
-		LeaderUnreachableAfter: 0,
+		LeaderUnreachableAfter: time.Second,
 		ISRCheckInterval:       250 * time.Millisecond,
 		RetryBackoff:           100 * time.Millisecond,
 	}
