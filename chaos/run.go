@@ -69,7 +69,7 @@ func DefaultConfig() Config {
 		Warmup: 5 * time.Second, Gap: 4 * time.Second, FaultTime: 10 * time.Second,
 		Topic: "chaos", Partitions: 6, Group: "chaos-group", Producers: 4, Rate: 50, Readers: 1, Members: 2,
 		MemberLifetime: 40 * time.Second, AdminChurn: true,
-		NodeArgs:  []string{"--replica-lag-time-max", "3s", "--replica-leader-unreachable", "1s", "--segment-bytes", strconv.Itoa(1 << 20)},
+		NodeArgs:  []string{"--replica-lag-time-max", "2s", "--replica-leader-unreachable", "1s", "--segment-bytes", strconv.Itoa(1 << 20)},
 		DiskBytes: 256 << 20, UnavailableLimit: 3 * time.Second, Out: io.Discard,
 	}
 }

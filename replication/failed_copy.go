@@ -17,7 +17,10 @@ package replication
 //     it back in while the tag comes (FollowerPosition.CopyFailed). After a restart the log opens
 //     again, the tag stops, and the replica catches up and rejoins as any other.
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // FailedCopyTag is the tagged field (on a Fetch request partition, v12+, empty) by which a follower
 // says that its copy of the partition failed. Leaders that do not know it ignore it.
@@ -45,16 +48,24 @@ func failedReportsDue(partitions []*followed, now time.Time) bool {
 }
 
 // resignFailedLeaders asks the controller to move leadership off every replica in leading whose
-// log failed (at most once per resignRetryInterval each).
+// log failed or whose last append found the disk full (at most once per resignRetryInterval
+// each). A full disk fails no log, but its leader takes no produce until space comes back, while
+// another in-sync replica may have room: Kafka takes such a log directory offline too.
 func (m *Manager) resignFailedLeaders(leading []*Replica, now time.Time) {
 	for _, r := range leading {
 		cause := r.Log.Failure()
+		what := "a failed log"
+		if cause == nil && r.Log.OutOfSpace() {
+			cause, what = errDiskFull, "a full disk"
+		}
 		if cause == nil {
 			continue
 		}
-		m.resign(r, now, "a failed log", func(epoch int32) {
-			m.logger.Error("replication: this leader's log failed (an fsync or write error) and takes no appends; asking the controller to move leadership to an in-sync replica",
+		m.resign(r, now, what, func(epoch int32) {
+			m.logger.Error("replication: this leader's log takes no appends (an fsync or write error, or a full disk); asking the controller to move leadership to an in-sync replica",
 				"topic", r.Topic, "partition", r.Partition, "leader_epoch", epoch, "err", cause)
 		})
 	}
 }
+
+var errDiskFull = errors.New("replication: the last append found the disk full")

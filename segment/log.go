@@ -38,7 +38,9 @@ type Log struct {
 	closed atomic.Bool
 	// failure is set once by a failed fsync or write and never cleared.
 	failure atomic.Pointer[error]
-	retired []retiredSegment // under appendMu
+	// outOfSpace: the last append failed because the disk is full (see OutOfSpace).
+	outOfSpace atomic.Bool
+	retired    []retiredSegment // under appendMu
 
 	// diskFull and readCorrupt rate-limit the log lines for appends failing with ENOSPC and for
 	// reads finding damage, which a busy producer or a retrying consumer would otherwise repeat
@@ -136,6 +138,9 @@ func (l *Log) Append(raw []byte, leaderEpoch int32) (AppendResult, error) {
 		active.firstAppend = cfg.now()
 	}
 	result.LastOffset = next - 1
+	if l.outOfSpace.Load() {
+		l.outOfSpace.Store(false)
+	}
 	if cfg.Flush == FlushOnAppend {
 		l.flush.poke()
 	}
@@ -172,6 +177,11 @@ func (l *Log) Failure() error {
 	}
 	return nil
 }
+
+// OutOfSpace reports whether the last append failed because the disk is full, until an append
+// succeeds again. Unlike Failure, nothing is lost: the log takes appends once there is space.
+// Replication reads it to move a leader off a full disk (one atomic load).
+func (l *Log) OutOfSpace() bool { return l.outOfSpace.Load() }
 
 // rollLocked seals the active segment and starts a new one at the log end.
 func (l *Log) rollLocked() (*segment, error) {

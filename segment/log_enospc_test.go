@@ -79,6 +79,9 @@ func TestDiskFull(t *testing.T) {
 			}
 			t.Logf("disk full after %d batches in %d segments: %v", len(want), l.SegmentCount(), full)
 			checkBatches(t, l, want)
+			if !l.OutOfSpace() || l.Failure() != nil {
+				t.Fatalf("after ENOSPC: OutOfSpace %v, Failure %v; want out of space, not failed", l.OutOfSpace(), l.Failure())
+			}
 			// It stays an error, not a failed log, and nothing moves.
 			for i := 0; i < 3; i++ {
 				if _, err := l.Append(gen.next(3, 9000), 0); !errors.Is(err, syscall.ENOSPC) {
@@ -109,13 +112,19 @@ func TestDiskFull(t *testing.T) {
 			}
 			l = openLog(t, dir, cfg)
 			checkBatches(t, l, want)
-			// Room again: appends resume at the right offset.
+			if _, err := l.Append(gen.next(3, 9000), 0); !errors.Is(err, syscall.ENOSPC) || !l.OutOfSpace() {
+				t.Fatalf("append on a full disk after reopening: %v, OutOfSpace %v", err, l.OutOfSpace())
+			}
+			// Room again: appends resume at the right offset, and the log is no longer out of space.
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < 10; i++ {
 				stored, _ := appendBatches(t, l, gen.next(3, 9000), 0)
 				want = append(want, stored...)
+			}
+			if l.OutOfSpace() {
+				t.Fatal("still out of space after appends succeeded")
 			}
 			checkBatches(t, l, want)
 			if err := l.Close(); err != nil {

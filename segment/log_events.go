@@ -42,6 +42,7 @@ func (l *Log) noteDiskFull(err error, cfg *Config) {
 	if !errors.Is(err, unix.ENOSPC) {
 		return
 	}
+	l.outOfSpace.Store(true)
 	if ok, held := l.diskFull.allow(cfg.now()); ok {
 		cfg.logger().Error("segment: append failed, disk full; the log takes appends again once there is space",
 			"dir", l.dir, "err", err, "repeats_not_logged", held)
