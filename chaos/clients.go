@@ -25,7 +25,11 @@ func newClient(bootstrap []string, id int32, opts ...kgo.Opt) (*kgo.Client, erro
 		kgo.ClientID("chaos-" + strconv.Itoa(int(id))),
 		kgo.Dialer(dialer.DialContext),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
-		kgo.RequestTimeoutOverhead(5 * time.Second),
+		// A paused broker keeps its connections open and answers nothing: a client notices only
+		// when a request's deadline (its timeout plus this) passes, and only then moves to the
+		// new leader. Kafka clients default to 30 s; these fail fast, as a latency-minded
+		// deployment would set them.
+		kgo.RequestTimeoutOverhead(time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
 	client, err := kgo.NewClient(append(base, opts...)...)

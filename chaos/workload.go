@@ -51,7 +51,8 @@ func (w *workload) start() error {
 			kgo.DefaultProduceTopic(w.topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(5 * time.Millisecond),
-			kgo.ProduceRequestTimeout(5 * time.Second),
+			kgo.ProduceRequestTimeout(1500 * time.Millisecond), // see newClient
+
 			kgo.RecordDeliveryTimeout(20 * time.Second),
 			kgo.MaxBufferedRecords(500),
 		}
