@@ -130,6 +130,7 @@ func (b *Broker) commitOffsets(r *request, req *kmsg.OffsetCommitRequest, barrie
 			commits = append(commits, coordinator.OffsetCommit{
 				Group:          req.Group,
 				Coordinator:    &b.config.NodeID,
+				LiveSince:      &meta.LiveSince,
 				TopicPartition: coordinator.TopicPartition{Topic: t.Topic, Partition: p.Partition},
 				CommittedOffset: coordinator.CommittedOffset{
 					Offset: p.Offset, LeaderEpoch: epoch, Metadata: optionalString(p.Metadata), CommitTimeMillis: nowMillis,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -164,6 +165,9 @@ func (f *fsm) Apply(entry *raft.Log) any {
 			}
 		}
 		next.Version = entry.Index
+		if !slices.Equal(next.LiveBrokerIDs(), f.state.Load().LiveBrokerIDs()) {
+			next.LiveSince = entry.Index
+		}
 		f.state.Store(next)
 		f.publish(next)
 	}
@@ -173,15 +177,17 @@ func (f *fsm) Apply(entry *raft.Log) any {
 // snapshotFormat is the version of the snapshot layout below. Format 2 added Offsets and
 // OffsetsIndex, format 3 NextProducerID, format 4 GroupState, format 5 AppliedIndex and the
 // brokers' Fenced and the partitions' PartitionEpoch fields (which older versions would silently
-// drop), format 6 Transactions, format 7 Security; formats 1 (no offsets), 2 (no producer ids: none
-// had been reserved), 3, 4, 5 (no transactions) and 6 (no ACLs or credentials) are still read.
-const snapshotFormat = 7
+// drop), format 6 Transactions, format 7 Security, format 8 LiveSince; formats 1 (no offsets), 2
+// (no producer ids: none had been reserved), 3, 4, 5 (no transactions), 6 (no ACLs or
+// credentials) and 7 (LiveSince unknown: 0) are still read.
+const snapshotFormat = 8
 
 // snapshotFile is the JSON document a snapshot holds. Brokers and topics are
 // sorted so equal states produce equal bytes.
 type snapshotFile struct {
 	Format    int      `json:"format"`
 	Version   uint64   `json:"version"`
+	LiveSince uint64   `json:"liveSince,omitempty"` // Metadata.LiveSince (format 8)
 	ClusterID string   `json:"clusterID"`
 	Brokers   []Broker `json:"brokers"`
 	Topics    []*Topic `json:"topics"`
@@ -224,6 +230,7 @@ func (f *fsm) Restore(snapshot io.ReadCloser) error {
 	}
 	state := emptyMetadata()
 	state.Version = file.Version
+	state.LiveSince = file.LiveSince
 	state.ClusterID = file.ClusterID
 	for _, broker := range file.Brokers {
 		state.Brokers[broker.NodeID] = broker
@@ -273,6 +280,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	file := snapshotFile{
 		Format:       snapshotFormat,
 		Version:      s.state.Version,
+		LiveSince:    s.state.LiveSince,
 		ClusterID:    s.state.ClusterID,
 		Brokers:      make([]Broker, 0, len(s.state.Brokers)),
 		Topics:       make([]*Topic, 0, len(s.state.Topics)),

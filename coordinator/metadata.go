@@ -83,6 +83,10 @@ type Metadata struct {
 	ClusterID string
 	Brokers   map[int32]Broker
 	Topics    map[string]*Topic
+	// LiveSince is the Raft index of the last change to the set of live (registered, unfenced)
+	// brokers, which decides each group's coordinator; 0 when not known (a snapshot older than
+	// format 8). A commit accepted under another live set is dropped (OffsetCommit.LiveSince).
+	LiveSince uint64
 }
 
 // BrokerIDs returns the registered broker ids in ascending order.

@@ -95,6 +95,9 @@ func stillCoordinated(commits []OffsetCommit, meta *Metadata) []OffsetCommit {
 				continue
 			}
 		}
+		if commit.LiveSince != nil && *commit.LiveSince != meta.LiveSince {
+			continue
+		}
 		kept = append(kept, commit)
 	}
 	return kept

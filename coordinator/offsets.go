@@ -32,6 +32,11 @@ type OffsetCommit struct {
 	// Coordinator, when set, is the node that accepted the commit as the group's coordinator: the
 	// commit applies only if that node still coordinates the group when the entry applies.
 	Coordinator *int32 `json:"coordinator,omitempty"`
+	// LiveSince, when set, is the Metadata.LiveSince the coordinator saw when it accepted the
+	// commit: the commit applies only if the live broker set has not changed since. A coordinator
+	// that lost the group and got it back (fenced, then unfenced) is the coordinator again, but a
+	// commit it accepted before is older than what the members committed elsewhere meanwhile.
+	LiveSince *uint64 `json:"liveSince,omitempty"`
 	TopicPartition
 	CommittedOffset
 }

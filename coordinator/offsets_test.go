@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"reflect"
 	"sync"
 	"testing"
@@ -208,5 +209,50 @@ func TestCommitFromAFormerCoordinatorIsDropped(t *testing.T) {
 	unchecked, _ := (&commitOffsetsCommand{Commits: []OffsetCommit{commit(nil, 60)}}).applyOffsets(next, meta)
 	if got, _ := unchecked.Lookup("g", "t", 0); got.Offset != 60 {
 		t.Fatalf("a commit without a coordinator (an older log entry) must apply: got %d", got.Offset)
+	}
+}
+
+// A commit accepted while the group's coordinator had it, applied after that coordinator lost the
+// group and got it back (fenced, then unfenced), is dropped: meanwhile the members committed a
+// later offset through another coordinator (the chaos suite's offsets read backwards after a
+// raft-cut fenced a coordinator whose forwarded commit applied once the cut healed). The FSM dates
+// every change of the live broker set, and snapshots keep the date.
+func TestCommitAcceptedUnderAnotherLiveSetIsDropped(t *testing.T) {
+	f := newFSM(discardPublish, nil)
+	index := uint64(0)
+	apply := func(c command) applyResult {
+		index++
+		return applyAt(t, f, index, c)
+	}
+	for id := int32(1); id <= 3; id++ {
+		apply(&registerBrokerCommand{Broker: Broker{NodeID: id, Host: "127.0.0.1", Port: 9090 + id}})
+	}
+	owner := group.CoordinatorFor("g", f.state.Load().LiveBrokerIDs())
+	accepted := f.state.Load().LiveSince
+	commit := func(offset int64, liveSince uint64) *commitOffsetsCommand {
+		return &commitOffsetsCommand{Commits: []OffsetCommit{{Group: "g", Coordinator: &owner, LiveSince: &liveSince,
+			TopicPartition:  TopicPartition{Topic: "t", Partition: 0},
+			CommittedOffset: CommittedOffset{Offset: offset, LeaderEpoch: -1, CommitTimeMillis: offset}}}}
+	}
+	apply(&fenceBrokerCommand{NodeID: owner})
+	if f.state.Load().LiveSince == accepted {
+		t.Fatal("fencing the coordinator did not change LiveSince")
+	}
+	apply(&unfenceBrokerCommand{NodeID: owner})
+	now := f.state.Load().LiveSince
+	if now != index {
+		t.Fatalf("LiveSince %d after the unfence at index %d", now, index)
+	}
+	apply(commit(50, now))
+	apply(commit(10, accepted)) // the stale one, accepted before the fence
+	if got, _ := f.offsets.Load().Lookup("g", "t", 0); got.Offset != 50 {
+		t.Fatalf("a commit accepted under an older live set moved the offset to %d, want 50", got.Offset)
+	}
+	restored := newFSM(discardPublish, nil)
+	if err := restored.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, f)))); err != nil {
+		t.Fatal(err)
+	}
+	if got := restored.state.Load().LiveSince; got != now {
+		t.Fatalf("LiveSince %d after a snapshot, want %d", got, now)
 	}
 }
