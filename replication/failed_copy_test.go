@@ -11,8 +11,6 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"golang.org/x/sys/unix"
-
-	"github.com/sluice-mq/sluice/segment"
 )
 
 // A leader whose last append found the disk full asks the controller to move its leadership (to
@@ -24,18 +22,7 @@ func TestLeaderOnAFullDiskResigns(t *testing.T) {
 		t.Skipf("cannot mount a small tmpfs to fill (%v)", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	cfg := segment.DefaultConfig()
-	cfg.SegmentBytes, cfg.Preallocate = 1<<20, false
-	log, err := segment.Open(dir, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { log.Close() })
-	epochs, err := OpenEpochHistory(dir, log.LogEndOffset())
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := NewReplica("t", 0, log, epochs, Config{NodeID: 1, AckMode: AckFsync, LagTimeMax: 5 * time.Second})
+	leader := openReplicaIn(t, dir, 1, AckFsync)
 	if _, err := leader.MakeLeader(1, 5, []int32{1, 2, 3}, []int32{1, 2, 3}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,12 @@ import (
 
 func openReplica(t *testing.T, node int32, mode AckMode) *Replica {
 	t.Helper()
-	dir := t.TempDir()
+	return openReplicaIn(t, t.TempDir(), node, mode)
+}
+
+// openReplicaIn opens a replica of partition t-0 whose log lives in dir.
+func openReplicaIn(t *testing.T, dir string, node int32, mode AckMode) *Replica {
+	t.Helper()
 	cfg := segment.DefaultConfig()
 	cfg.SegmentBytes, cfg.Preallocate = 1<<20, false
 	log, err := segment.Open(dir, cfg)
