@@ -83,6 +83,8 @@ var metricHelps = map[string]string{
 	"sluice_controller_is_active":               "1 while this node is the controller.",
 	"sluice_controller_id":                      "The controller this node knows of; -1 while it knows none.",
 	"sluice_brokers_fenced_total":               "Brokers this node, as controller, fenced for a missed session.",
+	"sluice_broker_probes_total":                "Connection probes this node, as controller, made to brokers silent for 400 ms (coordinator.Config.BrokerProbeAfter).",
+	"sluice_brokers_probed_dead_total":          "Brokers this node, as controller, fenced at once because their listener refused a probe (the process is gone).",
 	"sluice_unreachable_leader_demotions_total": "Leaders this node, as controller, moved off because every other in-sync member reported them unreachable.",
 	"sluice_read_barriers_total":                "Metadata read-barrier rounds this node ran (one round serves every reader queued meanwhile).",
 	"sluice_read_barrier_failures_total":        "Read-barrier rounds that could not confirm a fresh metadata view (their readers were refused).",
