@@ -123,6 +123,6 @@ func TestReloaderPollsFiles(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("changed files not picked up: serial %s, %v", serial, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the reloader polls the files and has no change signal; neither does the server
 	}
 }
