@@ -22,9 +22,19 @@ func TestClusterSilentLeaderIsDemoted(t *testing.T) {
 	createReplicatedTopic(t, admin, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	awaitFullISR(t, admin, topic, 20*time.Second)
 	old := leaderOf(t, admin, topic, 0).leader
-	// The producers' requests to the stopped leader get no answer at all: they give up after a few
-	// seconds (kgo's default waits 10 s past the produce timeout) and go to the new leader.
-	load := startLoad(t, c, "idem", topic, kgo.RequestTimeoutOverhead(2*time.Second), kgo.ProduceRequestTimeout(2*time.Second))
+	// The producers' requests to the stopped leader get no answer at all: the kernel still accepts
+	// connections for the stopped process, so every request and every connection attempt to it
+	// waits out its whole deadline (kgo's default overhead is 10 s). kgo also keeps retrying the
+	// stopped broker until a metadata refresh names the new leader, and a refresh can itself pick
+	// the stopped broker. Short deadlines and a metadata refresh every second, as the chaos suite's
+	// clients use, bound that to a few seconds; kgo's defaults take tens of seconds.
+	load := startLoad(t, c, "idem", topic, kgo.RequestTimeoutOverhead(time.Second), kgo.ProduceRequestTimeout(1500*time.Millisecond),
+		kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+	defer func() {
+		if t.Failed() {
+			t.Logf("producer errors: %s", load.errorSummary())
+		}
+	}()
 	eventually(t, 30*time.Second, "records acknowledged", func() bool { return load.ackedCount() > 500 })
 
 	c.Node(old).Pause()

@@ -94,6 +94,13 @@ func (g *loadGenerator) ackedCount() int {
 	return len(g.acked)
 }
 
+// errorSummary lists the errors that records failed with so far, with their counts.
+func (g *loadGenerator) errorSummary() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return fmt.Sprint(g.errors)
+}
+
 // finish stops producing and waits for every outstanding record's outcome.
 func (g *loadGenerator) finish() []ackedRecord {
 	close(g.stop)
