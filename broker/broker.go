@@ -95,6 +95,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	replicationCfg := cfg.Replication
 	replicationCfg.NodeID = cfg.NodeID
+	replicationCfg.ObserveAckWait = b.metrics.observeReplicaWait
 	if cfg.interBrokerSpec().Protocol.TLS() {
 		replicationCfg.TLS = cfg.InterBrokerTLS
 	}

@@ -23,6 +23,8 @@ type brokerMetrics struct {
 	producedRecords *metrics.Counter
 	fetchedBytes    *metrics.Counter
 	fsyncSeconds    *metrics.PrometheusHistogram
+	// replicaWait is sluice_produce_replica_wait_seconds by replication.AckWaitStage.
+	replicaWait [2]*metrics.PrometheusHistogram
 	// replicationSentBytes counts record bytes sent to followers' fetches (fetchedBytes counts
 	// consumers'); leaderElections counts partitions this broker took over at a new epoch.
 	replicationSentBytes *metrics.Counter
@@ -55,7 +57,7 @@ func newBrokerMetrics(set *metrics.Set, topics *topicMetrics) *brokerMetrics {
 	if set == nil {
 		set = metrics.NewSet() // private and never scraped: keeps the hot path free of nil checks
 	}
-	return &brokerMetrics{
+	m := &brokerMetrics{
 		set:                  set,
 		byAPI:                map[int16]*apiMetrics{},
 		producedBytes:        set.NewCounter("sluice_produce_bytes_total"),
@@ -66,6 +68,10 @@ func newBrokerMetrics(set *metrics.Set, topics *topicMetrics) *brokerMetrics {
 		leaderElections:      set.NewCounter("sluice_leader_elections_total"),
 		topics:               topics,
 	}
+	for _, stage := range []replication.AckWaitStage{replication.FollowersFetched, replication.FollowersDurable} {
+		m.replicaWait[stage] = set.NewPrometheusHistogramExt(fmt.Sprintf(`sluice_produce_replica_wait_seconds{stage=%q}`, stage), latencyBuckets)
+	}
+	return m
 }
 
 // unknownAPIKey stands for every API key kmsg does not know, in byAPI.
@@ -94,6 +100,11 @@ func (m *brokerMetrics) api(key int16) *apiMetrics {
 }
 
 func (m *brokerMetrics) observeFsync(d time.Duration) { m.fsyncSeconds.Update(d.Seconds()) }
+
+// observeReplicaWait is replication.Config.ObserveAckWait: it runs under a replica's lock.
+func (m *brokerMetrics) observeReplicaWait(stage replication.AckWaitStage, d time.Duration) {
+	m.replicaWait[stage].Update(d.Seconds())
+}
 
 // WriteMetrics writes per-partition gauges; register it with the Set (RegisterMetricsWriter). It runs at scrape time: per-partition gauges without registering and
 // unregistering metrics as topics come and go.

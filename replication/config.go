@@ -70,6 +70,10 @@ type Config struct {
 	// Authenticate, if set, runs on every new connection to a leader before any fetch (the
 	// broker's inter-broker SASL exchange); an error drops the connection and is retried.
 	Authenticate func(conn net.Conn) error
+	// ObserveAckWait, if set, is told for each answered acks=all produce how long after its append
+	// the last in-sync follower reported it fetched, and (AckFsync) durable (ack_wait.go). It is
+	// called with the replica's lock held and must not block.
+	ObserveAckWait func(stage AckWaitStage, wait time.Duration)
 	// UnsafeLeaderOnlyAck deliberately breaks acks=all, for the chaos suite's self-test only (see
 	// unsafe_ack.go). Never set in production.
 	UnsafeLeaderOnlyAck bool

@@ -45,6 +45,8 @@ type Replica struct {
 	unsafeAck bool // Config.UnsafeLeaderOnlyAck (unsafe_ack.go)
 	// lagMax is Config.LagTimeMax: InSyncCount's horizon; grace is Config.DisconnectGrace.
 	lagMax, grace time.Duration
+	// observeAckWait is Config.ObserveAckWait (ack_wait.go); nil: off.
+	observeAckWait func(AckWaitStage, time.Duration)
 
 	// highWatermark is published for lock-free reads; written under mu.
 	// Invariant (leader, one epoch): never decreases; always <= Log.LogEndOffset().
@@ -79,11 +81,12 @@ type ackWaiter struct {
 	lastOffset int64
 	minInsync  int
 	done       func(error)
+	times      ackWaitTimes // ack_wait.go; zero unless Config.ObserveAckWait is set
 }
 
 // NewReplica wraps an open log and its epoch history. It starts with no role.
 func NewReplica(topic string, partition int32, log *segment.Log, epochs *EpochHistory, cfg Config) *Replica {
-	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck, lagMax: cfg.LagTimeMax, grace: cfg.DisconnectGrace}
+	r := &Replica{Topic: topic, Partition: partition, Log: log, Epochs: epochs, nodeID: cfg.NodeID, ackMode: cfg.AckMode, unsafeAck: cfg.UnsafeLeaderOnlyAck, lagMax: cfg.LagTimeMax, grace: cfg.DisconnectGrace, observeAckWait: cfg.ObserveAckWait}
 	r.mu.leaderID = -1
 	r.mu.leaderEpoch = -1
 	r.mu.flushRequested = -1
@@ -295,7 +298,11 @@ func (r *Replica) AwaitAcks(lastOffset int64, minInsync int, done func(error)) {
 		done(notLeader(r))
 		return
 	}
-	r.mu.waiters = append(r.mu.waiters, ackWaiter{lastOffset: lastOffset, minInsync: minInsync, done: done})
+	waiter := ackWaiter{lastOffset: lastOffset, minInsync: minInsync, done: done}
+	if r.observeAckWait != nil {
+		waiter.times.registered = time.Now()
+	}
+	r.mu.waiters = append(r.mu.waiters, waiter)
 	requestFlush := r.ackMode == AckFsync && lastOffset > r.mu.flushRequested
 	if requestFlush {
 		r.mu.flushRequested = lastOffset
@@ -352,7 +359,11 @@ func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffse
 	if !ok {
 		position = FollowerPosition{LogEnd: -1, Durable: -1}
 	}
-	r.mu.followers[follower] = position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset(), copyFailed)
+	updated := position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset(), copyFailed)
+	r.mu.followers[follower] = updated
+	if r.observeAckWait != nil && (slices.Contains(r.mu.isr, follower) || slices.Contains(r.mu.pendingISR, follower)) {
+		r.noteFollowerLocked(position, updated, now) // ack_wait.go
+	}
 	fired := r.advanceLocked()
 	high := r.highWatermark.Load()
 	r.mu.Unlock()
@@ -437,6 +448,7 @@ func (r *Replica) advanceLocked() []firedWaiter {
 		if len(r.mu.isr) < w.minInsync {
 			err = fmt.Errorf("replication: %s-%d: ISR %v below min.insync.replicas %d: %w", r.Topic, r.Partition, r.mu.isr, w.minInsync, protocol.NotEnoughReplicasAfterAppend)
 		}
+		r.observeAnswered(&w) // ack_wait.go
 		fired = append(fired, firedWaiter{done: w.done, err: err})
 	}
 	clear(r.mu.waiters[len(kept):])

@@ -16,9 +16,10 @@ var metricHelps = map[string]string{
 	"sluice_log_fsync_duration_seconds": "Duration of each group-commit fdatasync of a partition log.",
 	"sluice_leader_elections_total":     "Partitions this broker took over as leader at a new epoch.",
 	// Stage timings (broker/request_timing.go, from the tracing work of issue 15).
-	"sluice_produce_stage_seconds": "Time produce requests spend per stage: queue, append, fsync, replication (in-sync replicas' acks), send.",
-	"sluice_fetch_stage_seconds":   "Time consumer fetches spend per stage: wait (for min bytes), read, send.",
-	"sluice_request_size_bytes":    "Size of request frames, by API.",
+	"sluice_produce_stage_seconds":        "Time produce requests spend per stage: queue, append, fsync, replication (in-sync replicas' acks), send.",
+	"sluice_fetch_stage_seconds":          "Time consumer fetches spend per stage: wait (for min bytes), read, send.",
+	"sluice_produce_replica_wait_seconds": "Time from an acks=all produce's append on the leader until the last in-sync follower reported it fetched (followers_fetched) and durable (followers_durable, fsync replica acks).",
+	"sluice_request_size_bytes":           "Size of request frames, by API.",
 
 	// Per topic (broker/metrics_topics.go), capped by --metrics-max-topics.
 	"sluice_topic_produce_requests_total": "Produce requests naming the topic (topic=\"__other\": past --metrics-max-topics or unknown).",
