@@ -90,6 +90,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.consumerGroups = newConsumerGroups(b, logger.With("component", "consumer-groups"))
 	logDefaults := cfg.Log
 	logDefaults.ObserveFsync = b.metrics.observeFsync
+	// The broker's appenders are remote (producers, followers): a yield before each fsync lets
+	// none of them in and delays the fsync behind every runnable goroutine (segment.Config).
+	logDefaults.FlushYield = false
 	if logDefaults.Logger == nil {
 		logDefaults.Logger = logger
 	}

@@ -18,7 +18,9 @@ type flusher struct {
 	done chan struct{}
 	// reconfigured tells the loop to re-read the policy (interval changes).
 	reconfigured chan struct{}
-	stopOnce     sync.Once
+	// yield is runtime.Gosched, run before each flush under Config.FlushYield; tests count it.
+	yield    func()
+	stopOnce sync.Once
 
 	mu struct {
 		sync.Mutex
@@ -44,6 +46,7 @@ func (f *flusher) start(l *Log, flushed int64) {
 	f.quit = make(chan struct{})
 	f.done = make(chan struct{})
 	f.reconfigured = make(chan struct{}, 1)
+	f.yield = runtime.Gosched
 	f.mu.flushed = flushed
 	go f.run()
 }
@@ -104,7 +107,9 @@ func (f *flusher) stop() {
 // flushOnce fdatasyncs the active segment up to what was appended when it started.
 func (f *flusher) flushOnce() {
 	l := f.log
-	runtime.Gosched()
+	if l.config.Load().FlushYield {
+		f.yield()
+	}
 	l.appendMu.Lock()
 	if l.closed.Load() {
 		l.appendMu.Unlock()

@@ -166,3 +166,34 @@ func TestIndexCheckpointsRacingTruncate(t *testing.T) {
 		}
 	}
 }
+
+// The flusher yields once before each fsync under Config.FlushYield and never without it, and the
+// setting takes effect on a reconfigured log.
+func TestFlushYieldFollowsConfig(t *testing.T) {
+	cfg := smallConfig()
+	cfg.FlushYield = false
+	l := openLog(t, t.TempDir(), cfg)
+	var yields atomic.Int32
+	l.flush.yield = func() { yields.Add(1) } // before any flush: the poke orders it before the read
+	appendAndSync := func(name string) {
+		t.Helper()
+		if _, err := l.Append(testBatch(t, name, 2, 30), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendAndSync("a")
+	if n := yields.Load(); n != 0 {
+		t.Fatalf("flusher yielded %d times with FlushYield off", n)
+	}
+	cfg.FlushYield = true
+	if err := l.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	appendAndSync("b")
+	if n := yields.Load(); n == 0 {
+		t.Fatal("flusher did not yield with FlushYield on")
+	}
+}
