@@ -31,6 +31,10 @@ func newClient(bootstrap []string, id int32, opts ...kgo.Opt) (*kgo.Client, erro
 		// deployment would set them.
 		kgo.RequestTimeoutOverhead(time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
+		// kgo retries a request that timed out on the same broker, without asking for metadata,
+		// until a later refresh names the new leader: refreshing every second bounds that wait
+		// (the default is 5 minutes).
+		kgo.MetadataMaxAge(time.Second),
 	}
 	client, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {

@@ -250,11 +250,24 @@ func (c *Coordinator) waitApplied(ctx context.Context, index uint64) error {
 		if errors.Is(err, ErrClosed) {
 			return err
 		}
-		return fmt.Errorf("%w: the change applied on the controller at index %d, this node has applied %d: %w",
-			ErrTimeout, index, c.fsm.appliedIndex(), err)
+		return &applyBehindError{controller: index, local: c.fsm.appliedIndex(), cause: err}
 	}
 	return nil
 }
+
+// applyBehindError: a forwarded change succeeded on the controller, but this node did not apply
+// the controller's index in time. It is an ErrTimeout.
+type applyBehindError struct {
+	controller, local uint64
+	cause             error
+}
+
+func (e *applyBehindError) Error() string {
+	return fmt.Sprintf("%v: the change applied on the controller at index %d, this node has applied %d: %v",
+		ErrTimeout, e.controller, e.local, e.cause)
+}
+
+func (e *applyBehindError) Unwrap() []error { return []error{ErrTimeout, e.cause} }
 
 // readIndexResult is the controller's applied index and cluster id.
 type readIndexResult struct {

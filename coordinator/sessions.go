@@ -10,6 +10,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,18 @@ func (c *Coordinator) runSession(nodeID int32, stop, done chan struct{}) {
 	ticker := time.NewTicker(c.config.BrokerHeartbeatInterval)
 	defer ticker.Stop()
 	var lastWarning time.Time
+	// behind is the controller's applied index that the last heartbeat could not catch up to (0:
+	// none). While this node has not applied it, it does not heartbeat (see catchingUp).
+	var behind uint64
 	for {
+		if c.catchingUp(nodeID, &behind) {
+			select {
+			case <-stop:
+				return
+			case <-ticker.C:
+			}
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.config.BrokerSessionTimeout)
 		go func() {
 			select {
@@ -103,6 +115,12 @@ func (c *Coordinator) runSession(nodeID int32, stop, done chan struct{}) {
 		if err == nil {
 			c.sessionRenewed(sentAt)
 		}
+		var lag *applyBehindError
+		if errors.As(err, &lag) {
+			behind = lag.controller
+			c.logger.Warn("coordinator: this node cannot apply the controller's changes in time; no heartbeats until it has caught up, so that the controller fences it",
+				"node", nodeID, "controller_index", lag.controller, "applied_index", lag.local)
+		}
 		if err != nil && time.Since(lastWarning) > 5*time.Second {
 			lastWarning = time.Now()
 			c.logger.Warn("coordinator: heartbeat to the controller failed", "node", nodeID, "error", err)
@@ -113,6 +131,25 @@ func (c *Coordinator) runSession(nodeID int32, stop, done chan struct{}) {
 		case <-ticker.C:
 		}
 	}
+}
+
+// catchingUp reports whether this node must stay silent because it has not yet applied *behind,
+// the controller's index that its last heartbeat waited for in vain, and clears *behind once it
+// has. A broker that cannot apply the controller's changes (its Raft log store fails, e.g. on a
+// full disk, or its applying is stuck) acts on stale metadata and counts its own session as lapsed
+// (SessionExpired), refusing produce; if it went on heartbeating, the controller would count it
+// alive and leave it leading partitions it will not serve. Silent, it is fenced after the session
+// timeout and its leaderships move; it heartbeats again, and is unfenced, once it has caught up.
+func (c *Coordinator) catchingUp(nodeID int32, behind *uint64) bool {
+	if *behind == 0 {
+		return false
+	}
+	if c.fsm.appliedIndex() >= *behind {
+		c.logger.Info("coordinator: caught up with the controller; heartbeating again", "node", nodeID, "index", *behind)
+		*behind = 0
+		return false
+	}
+	return true
 }
 
 // Heartbeat renews nodeID's session once, now, unfencing it if it was fenced (a broker calls it

@@ -16,6 +16,11 @@ package replication
 //     failedCopyReportInterval. The leader takes it out of the ISR at its next check and does not let
 //     it back in while the tag comes (FollowerPosition.CopyFailed). After a restart the log opens
 //     again, the tag stops, and the replica catches up and rejoins as any other.
+//   - A follower whose last append found its disk full (segment.Log.OutOfSpace) lost nothing but
+//     takes no appends either: it says so with the same tag, so that it leaves the ISR at once
+//     instead of stalling acks=all for the lag time, and tries the leader's records again every
+//     diskFullRetryInterval. The first append that fits clears OutOfSpace; the tag stops, and the
+//     replica catches up and rejoins.
 
 import (
 	"errors"
@@ -29,12 +34,19 @@ const FailedCopyTag = 0x534d
 // failedCopyReportInterval paces the reports of a copy that stays failed.
 const failedCopyReportInterval = time.Second
 
+// diskFullRetryInterval paces a full-disk follower's attempts to append the leader's records.
+const diskFullRetryInterval = 500 * time.Millisecond
+
 // copyFailed reports whether p's local log failed.
 func copyFailed(p *followed) bool { return p.replica.Log.Failure() != nil }
 
-// failedReportDue reports whether p's copy failed and the leader is due to hear it.
+// cannotCopy reports whether p's local log takes no appends: it failed, or its last append found
+// the disk full. The leader hears it as FailedCopyTag.
+func cannotCopy(p *followed) bool { return copyFailed(p) || p.replica.Log.OutOfSpace() }
+
+// failedReportDue reports whether p's copy takes no appends and the leader is due to hear it.
 func failedReportDue(p *followed, now time.Time) bool {
-	return !now.Before(p.failedReportDue) && copyFailed(p)
+	return !now.Before(p.failedReportDue) && cannotCopy(p)
 }
 
 // failedReportsDue reports whether any of partitions is due a failed-copy report.

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/sluice-mq/sluice/batch"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
 
@@ -61,5 +65,95 @@ func TestLeaderOnAFullDiskResigns(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a leader on a full disk did not ask to resign")
+	}
+}
+
+// A follower whose disk is full tells the leader at once (FailedCopyTag), so that it leaves the
+// ISR instead of stalling acks=all for the lag time, and tries again every diskFullRetryInterval
+// instead of asking the leader about epochs in a loop (found by the chaos suite's disk-full fault:
+// thousands of failed appends a second on the full node, and acks=all stalled for the lag time).
+// Once the records fit, the tag stops.
+func TestFollowerOnAFullDiskReportsAndRetries(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", 256<<10)); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (%v)", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	cfg := DefaultConfig()
+	cfg.NodeID = 1
+	m, err := NewManager(cfg, func(int32) (string, bool) { return "", false },
+		func(context.Context, string, int32, int32, int32, []int32) error { return nil }, metrics.NewSet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	follower := openReplicaIn(t, filepath.Join(dir, "log"), 1, AckFsync)
+	follower.MakeFollower(2, 0, 1, []int32{1, 2}, []int32{1, 2})
+	p := &followed{replica: follower, leaderEpoch: 0, reportedDurable: -1}
+	m.mu.Lock()
+	m.mu.followed[2] = map[partitionKey]*followed{keyOf(follower): p}
+	m.mu.Unlock()
+	f := &fetcher{manager: m, leaderID: 2, logger: m.logger}
+	fetched := func(base int64) {
+		t.Helper()
+		raw := records(strings.Repeat("x", 16<<10))
+		batch.SetBaseOffset(raw, base)
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = fetchVersion
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = follower.Topic
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition, rp.HighWatermark, rp.RecordBatches = follower.Partition, 0, raw
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		if err := f.handleFetch([]*followed{p}, resp.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tagged := func() bool {
+		tags := f.fetchRequest([]*followed{p}, true).Topics[0].Partitions[0].UnknownTags
+		found := false
+		tags.Each(func(key uint32, _ []byte) { found = found || key == FailedCopyTag })
+		return found
+	}
+
+	fetched(0) // with room: the epoch history and the log take it
+	filler := filepath.Join(dir, "filler")
+	fillDisk(t, filler)
+	fetched(1)
+	now := time.Now()
+	if follower.Log.LogEndOffset() != 1 || !follower.Log.OutOfSpace() {
+		t.Fatalf("log end %d, out of space %v: the append should have found the disk full", follower.Log.LogEndOffset(), follower.Log.OutOfSpace())
+	}
+	if p.needsEpochCheck || !p.pausedUntil.After(now) {
+		t.Fatalf("after a full-disk append: epoch check %v, paused until %v (now %v); want a paced retry", p.needsEpochCheck, p.pausedUntil, now)
+	}
+	if !failedReportDue(p, now) || !tagged() {
+		t.Fatal("a full-disk follower does not report that it takes no appends")
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	fetched(1)
+	if follower.Log.LogEndOffset() != 2 || cannotCopy(p) || tagged() {
+		t.Fatalf("with room again: log end %d, cannot copy %v, tagged %v", follower.Log.LogEndOffset(), cannotCopy(p), tagged())
+	}
+}
+
+// fillDisk takes all the free space of path's filesystem with one file.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*int64(st.Bsize)); err != nil {
+		t.Fatalf("fill %s: %v", path, err)
 	}
 }

@@ -337,7 +337,7 @@ func (f *fetcher) fetchRequest(partitions []*followed, ackOnly bool) *kmsg.Fetch
 		var durable [8]byte
 		binary.BigEndian.PutUint64(durable[:], uint64(reported))
 		rp.UnknownTags.Set(DurableOffsetTag, durable[:])
-		if copyFailed(p) {
+		if cannotCopy(p) {
 			rp.UnknownTags.Set(FailedCopyTag, []byte{})
 			p.failedReportDue = time.Now().Add(failedCopyReportInterval)
 		}
@@ -375,15 +375,28 @@ func (f *fetcher) handleFetch(partitions []*followed, body []byte) error {
 				p.replica.Log.AdvanceLogStart(min(rp.LogStartOffset, p.replica.Log.LogEndOffset()))
 			}
 			before := p.replica.Log.LogEndOffset()
+			wasFull := p.replica.Log.OutOfSpace()
 			end, err := p.replica.AppendFromLeader(rp.RecordBatches)
 			if err != nil {
-				f.manager.logger.Warn("replication: append from leader", "topic", rt.Topic, "partition", rp.Partition, "leader", f.leaderID, "err", err)
-				if errors.Is(err, protocol.NotLeaderOrFollower) {
+				switch {
+				case p.replica.Log.OutOfSpace():
+					// Reported to the leader as a copy that takes no appends (failed_copy.go).
+					if !wasFull {
+						f.manager.logger.Error("replication: the disk is full; out of the ISR until the leader's records fit",
+							"topic", rt.Topic, "partition", rp.Partition, "leader", f.leaderID, "retry_every", diskFullRetryInterval, "err", err)
+					}
+					p.pausedUntil = time.Now().Add(diskFullRetryInterval)
+				case errors.Is(err, protocol.NotLeaderOrFollower):
+					f.manager.logger.Warn("replication: append from leader", "topic", rt.Topic, "partition", rp.Partition, "leader", f.leaderID, "err", err)
 					p.pausedUntil = time.Now().Add(f.manager.config.RetryBackoff)
-				} else {
+				default:
+					f.manager.logger.Warn("replication: append from leader", "topic", rt.Topic, "partition", rp.Partition, "leader", f.leaderID, "err", err)
 					p.needsEpochCheck = true
 				}
 				continue
+			}
+			if wasFull {
+				f.manager.logger.Info("replication: the leader's records fit again", "topic", rt.Topic, "partition", rp.Partition, "leader", f.leaderID)
 			}
 			p.replica.SetFollowerHighWatermark(rp.HighWatermark)
 			f.manager.observeFetched(len(rp.RecordBatches))

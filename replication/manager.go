@@ -238,7 +238,7 @@ func (m *Manager) runISRChecks() {
 				defer cancel()
 				if err := m.proposeISR(ctx, r.Topic, r.Partition, leaderEpoch, partitionEpoch, isr); err != nil {
 					m.logger.Warn("replication: ISR change refused", "topic", r.Topic, "partition", r.Partition, "isr", isr, "err", err)
-					r.ProposalFailed()
+					r.ProposalFailed(time.Now())
 				}
 			}()
 		}

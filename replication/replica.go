@@ -66,6 +66,9 @@ type Replica struct {
 		isr            []int32 // committed ISR
 		// pendingISR is the ISR proposed to the controller and not yet seen committed; nil if none.
 		pendingISR []int32
+		// growAfter: the controller refused an ISR that added members; none is proposed again
+		// before this (shrinks are, at once). See ProposalFailed.
+		growAfter time.Time
 		// epochStart is the log end when this replica became leader at leaderEpoch.
 		epochStart int64
 		followers  map[int32]FollowerPosition
@@ -385,6 +388,10 @@ func (r *Replica) FollowerDisconnected(follower int32, now time.Time) {
 	}
 }
 
+// refusedGrowthBackoff is how long a leader waits to propose adding members to the ISR again after
+// the controller refused (or never answered) such a proposal.
+const refusedGrowthBackoff = 2 * time.Second
+
 // ProposeISR returns the ISR this leader should ask the controller for, with the epochs to send,
 // and marks it pending; ok is false when nothing should change or a proposal is in flight.
 func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, leaderEpoch, partitionEpoch int32, ok bool) {
@@ -394,6 +401,9 @@ func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, 
 		return nil, 0, 0, false
 	}
 	next := desiredISR(now, lagMax, r.grace, r.nodeID, r.mu.replicas, r.mu.isr, r.mu.followers, r.highWatermark.Load(), r.mu.epochStart)
+	if now.Before(r.mu.growAfter) {
+		next = slices.DeleteFunc(next, func(id int32) bool { return !slices.Contains(r.mu.isr, id) })
+	}
 	if sameMembers(next, r.mu.isr) {
 		return nil, 0, 0, false
 	}
@@ -401,9 +411,15 @@ func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, 
 	return slices.Clone(next), r.mu.leaderEpoch, r.mu.partitionEpoch, true
 }
 
-// ProposalFailed clears a pending ISR proposal that the controller refused or never answered.
-func (r *Replica) ProposalFailed() {
+// ProposalFailed clears a pending ISR proposal that the controller refused or never answered. If
+// it added members, none is added for refusedGrowthBackoff: the controller refuses a fenced broker,
+// which may well be fetching and caught up (its Raft store failed, say), and asking again at every
+// ISR check only floods the controller and the log.
+func (r *Replica) ProposalFailed(now time.Time) {
 	r.mu.Lock()
+	if slices.ContainsFunc(r.mu.pendingISR, func(id int32) bool { return !slices.Contains(r.mu.isr, id) }) {
+		r.mu.growAfter = now.Add(refusedGrowthBackoff)
+	}
 	r.mu.pendingISR = nil
 	fired := r.advanceLocked()
 	r.mu.Unlock()
