@@ -2,51 +2,28 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluice-mq/sluice/protocol"
+	"github.com/sluice-mq/sluice/smalldisk"
 )
 
 // fullDisk mounts a 256 KiB tmpfs on dir and fills it, or skips the test where mounting is not
 // permitted. It returns the file filling it: removing it makes room again.
 func fullDisk(t *testing.T, dir string) string {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=256k"); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (%v); ENOSPC is not tested", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
+	smalldisk.MountOn(t, dir, 256<<10)
 	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 4096)
-	for {
-		if _, err := f.Write(chunk); errors.Is(err, syscall.ENOSPC) {
-			return filler
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
+	smalldisk.Fill(t, filler)
+	return filler
 }
 
 // TestPartitionsOfflineOnENOSPC creates a topic while the disk holding the partition logs is full:

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/sluice-mq/sluice/smalldisk"
 )
 
 // TestClusterBrokerThatCannotApplyIsFenced: node 2's Raft store sits on a small filesystem that
@@ -19,15 +19,7 @@ import (
 // filled node kept heartbeating, was never fenced, and refused produce for the partitions it led
 // for as long as its disk stayed full (up to 19 s).
 func TestClusterBrokerThatCannotApplyIsFenced(t *testing.T) {
-	disk := t.TempDir()
-	if err := unix.Mount("tmpfs", disk, "tmpfs", 0, "size=8m"); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (%v); a full Raft store is not tested", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(disk, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", disk, err)
-		}
-	})
+	disk := smalldisk.Mount(t, 8<<20)
 	tc := startClusterWith(t, 3, func(c *Config) {
 		if c.NodeID == 2 {
 			c.DataDir = filepath.Join(disk, "node2")
@@ -38,7 +30,7 @@ func TestClusterBrokerThatCannotApplyIsFenced(t *testing.T) {
 	awaitCondition(t, "node 2 heartbeating", func() bool { return tc.node(2).session.renewed.Load() != 0 })
 
 	filler := filepath.Join(disk, "filler")
-	fillFilesystem(t, filler)
+	smalldisk.Fill(t, filler)
 	// Keep the controller committing, through node 3 (node 2 cannot finish a call: it waits to
 	// apply the change itself).
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -62,21 +54,4 @@ func TestClusterBrokerThatCannotApplyIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitMetadata(t, observer, "node 2 unfenced once it has room", func(m *Metadata) bool { return !m.Brokers[2].Fenced })
-}
-
-// fillFilesystem takes all the free space of path's filesystem with one file.
-func fillFilesystem(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*int64(st.Bsize)); err != nil {
-		t.Fatalf("fill %s: %v", path, err)
-	}
 }

@@ -3,7 +3,6 @@ package replication
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,19 +12,15 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/sluice-mq/sluice/batch"
+	"github.com/sluice-mq/sluice/smalldisk"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 )
 
 // A leader whose last append found the disk full asks the controller to move its leadership (to
 // an in-sync replica that may have room), as for a failed log. The full disk is a small tmpfs
 // (the test skips where it cannot be mounted); segment's TestDiskFull covers Log.OutOfSpace.
 func TestLeaderOnAFullDiskResigns(t *testing.T) {
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", 256<<10)); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (%v)", err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	dir := smalldisk.Mount(t, 256<<10)
 	leader := openReplicaIn(t, dir, 1, AckFsync)
 	if _, err := leader.MakeLeader(1, 5, []int32{1, 2, 3}, []int32{1, 2, 3}, time.Now()); err != nil {
 		t.Fatal(err)
@@ -74,11 +69,7 @@ func TestLeaderOnAFullDiskResigns(t *testing.T) {
 // thousands of failed appends a second on the full node, and acks=all stalled for the lag time).
 // Once the records fit, the tag stops.
 func TestFollowerOnAFullDiskReportsAndRetries(t *testing.T) {
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", 256<<10)); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (%v)", err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	dir := smalldisk.Mount(t, 256<<10)
 	cfg := DefaultConfig()
 	cfg.NodeID = 1
 	m, err := NewManager(cfg, func(int32) (string, bool) { return "", false },
@@ -119,7 +110,7 @@ func TestFollowerOnAFullDiskReportsAndRetries(t *testing.T) {
 
 	fetched(0) // with room: the epoch history and the log take it
 	filler := filepath.Join(dir, "filler")
-	fillDisk(t, filler)
+	smalldisk.Fill(t, filler)
 	fetched(1)
 	now := time.Now()
 	if follower.Log.LogEndOffset() != 1 || !follower.Log.OutOfSpace() {
@@ -138,22 +129,5 @@ func TestFollowerOnAFullDiskReportsAndRetries(t *testing.T) {
 	fetched(1)
 	if follower.Log.LogEndOffset() != 2 || cannotCopy(p) || tagged() {
 		t.Fatalf("with room again: log end %d, cannot copy %v, tagged %v", follower.Log.LogEndOffset(), cannotCopy(p), tagged())
-	}
-}
-
-// fillDisk takes all the free space of path's filesystem with one file.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*int64(st.Bsize)); err != nil {
-		t.Fatalf("fill %s: %v", path, err)
 	}
 }

@@ -2,31 +2,14 @@ package segment
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/sluice-mq/sluice/smalldisk"
 )
-
-// smallDisk mounts a tmpfs of size bytes on a temporary directory, or skips the test where mounting
-// is not permitted (not root, no CAP_SYS_ADMIN, no tmpfs).
-func smallDisk(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (%v); ENOSPC is not tested", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // TestDiskFull fills a 1 MiB filesystem: appends and rolls fail with ENOSPC, nothing written before
 // is lost or damaged, the log reopens on the full disk, and takes appends again once there is room.
@@ -42,7 +25,7 @@ func TestDiskFull(t *testing.T) {
 		{"no-preallocation", false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			disk := smallDisk(t, 1<<20)
+			disk := smalldisk.Mount(t, 1<<20)
 			dir := filepath.Join(disk, "log")
 			// Something else on the disk that can be deleted later to make room.
 			filler := filepath.Join(disk, "filler")
