@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/sluice-mq/sluice/batch"
 	"github.com/sluice-mq/sluice/smalldisk"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,12 +24,7 @@ func TestLeaderOnAFullDiskResigns(t *testing.T) {
 	if _, err := leader.MakeLeader(1, 5, []int32{1, 2, 3}, []int32{1, 2, 3}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewManager(DefaultConfig(), func(int32) (string, bool) { return "", false },
-		func(context.Context, string, int32, int32, int32, []int32) error { return nil }, metrics.NewSet(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newTestManager(t, 0)
 	resigned := make(chan int32, 4)
 	m.SetResigner(func(_ context.Context, topic string, partition, leaderEpoch int32) error {
 		resigned <- leaderEpoch
@@ -70,14 +64,7 @@ func TestLeaderOnAFullDiskResigns(t *testing.T) {
 // Once the records fit, the tag stops.
 func TestFollowerOnAFullDiskReportsAndRetries(t *testing.T) {
 	dir := smalldisk.Mount(t, 256<<10)
-	cfg := DefaultConfig()
-	cfg.NodeID = 1
-	m, err := NewManager(cfg, func(int32) (string, bool) { return "", false },
-		func(context.Context, string, int32, int32, int32, []int32) error { return nil }, metrics.NewSet(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newTestManager(t, 1)
 	follower := openReplicaIn(t, filepath.Join(dir, "log"), 1, AckFsync)
 	follower.MakeFollower(2, 0, 1, []int32{1, 2}, []int32{1, 2})
 	p := &followed{replica: follower, leaderEpoch: 0, reportedDurable: -1}

@@ -1,10 +1,8 @@
 package replication
 
 import (
-	"context"
 	"testing"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,14 +12,7 @@ import (
 // and asks again, instead of asking about epoch 3 for ever and never fetching (the restarted
 // node that never rejoined the ISR in TestClusterControllerDeathDuringTopicCreation).
 func TestEpochSearchSettlesOverEmptyEpochs(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.NodeID = 1
-	m, err := NewManager(cfg, func(int32) (string, bool) { return "", false },
-		func(context.Context, string, int32, int32, int32, []int32) error { return nil }, metrics.NewSet(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newTestManager(t, 1)
 	follower, leader := openReplica(t, 1, AckFsync), openReplica(t, 2, AckFsync)
 	for _, epoch := range []int32{0, 1, 3} {
 		if err := follower.Epochs.Assign(epoch, 0); err != nil {

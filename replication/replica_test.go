@@ -1,10 +1,12 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/sluice-mq/sluice/batch"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/segment"
@@ -30,6 +32,21 @@ func openReplicaIn(t *testing.T, dir string, node int32, mode AckMode) *Replica 
 		t.Fatal(err)
 	}
 	return NewReplica("t", 0, log, epochs, Config{NodeID: node, AckMode: mode, LagTimeMax: 5 * time.Second})
+}
+
+// newTestManager makes a Manager for node nodeID that knows no leader addresses and accepts every
+// ISR proposal; it closes when the test ends.
+func newTestManager(t *testing.T, nodeID int32) *Manager {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.NodeID = nodeID
+	m, err := NewManager(cfg, func(int32) (string, bool) { return "", false },
+		func(context.Context, string, int32, int32, int32, []int32) error { return nil }, metrics.NewSet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
 }
 
 func records(values ...string) []byte {
