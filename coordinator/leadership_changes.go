@@ -35,10 +35,17 @@ func (c *Coordinator) alterPartition(ctx context.Context, args alterPartitionArg
 	if !ok {
 		return Partition{}, fmt.Errorf("%w: %q", ErrUnknownTopic, args.Topic)
 	}
+	isr := slices.Clone(args.ISR)
+	if args.Partition >= 0 && int(args.Partition) < len(topic.Partitions) {
+		var err error
+		if isr, err = withoutFencedJoiners(isr, topic.Partitions[args.Partition].ISR, liveIn(c.Metadata())); err != nil {
+			return Partition{}, fmt.Errorf("%w: %s-%d: %v", ErrInvalidISR, args.Topic, args.Partition, err)
+		}
+	}
 	result, err := c.propose(ctx, &alterPartitionCommand{
 		topicReference: topicReference{Name: args.Topic, ID: topic.ID},
 		Partition:      args.Partition, LeaderID: args.LeaderID, LeaderEpoch: args.LeaderEpoch,
-		PartitionEpoch: args.PartitionEpoch, ISR: slices.Clone(args.ISR),
+		PartitionEpoch: args.PartitionEpoch, ISR: isr,
 	})
 	return result.partition, err
 }
@@ -104,4 +111,30 @@ func (c *Coordinator) electPreferred(ctx context.Context, partitions []TopicPart
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// withoutFencedJoiners drops from a proposed ISR the brokers that are not in the current one and
+// are fenced. A leader cannot tell a fenced follower that still fetches from a live one, and the
+// state machine refuses a proposal that adds a fenced broker: refusing it whole would keep the live
+// joiners out too (a leader alone in its ISR stayed below min.insync.replicas for a whole 14 s
+// raft-cut fault in the chaos suite). A proposal that would add only fenced brokers is an error.
+func withoutFencedJoiners(proposed, current []int32, live func(int32) bool) ([]int32, error) {
+	kept := slices.DeleteFunc(slices.Clone(proposed), func(id int32) bool { return !slices.Contains(current, id) && !live(id) })
+	if len(kept) < len(proposed) && sameMembers(kept, current) {
+		return nil, fmt.Errorf("the brokers it would add are fenced")
+	}
+	return kept, nil
+}
+
+// sameMembers reports whether a and b hold the same ids, in any order (neither has duplicates).
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, id := range a {
+		if !slices.Contains(b, id) {
+			return false
+		}
+	}
+	return true
 }

@@ -254,3 +254,24 @@ func TestRestartedBrokerIsFencedAsItRegisters(t *testing.T) {
 		t.Fatalf("after its heartbeat: %+v, want node 1 leading at epoch 5", revived)
 	}
 }
+
+// A proposed ISR growth that names a fenced broker keeps its live joiners (the fenced one is
+// dropped) instead of being refused whole; one that adds only fenced brokers is refused.
+func TestWithoutFencedJoiners(t *testing.T) {
+	live := func(id int32) bool { return id != 1 }
+	got, err := withoutFencedJoiners([]int32{3, 1, 2}, []int32{3}, live)
+	if err != nil || !slices.Equal(got, []int32{3, 2}) {
+		t.Fatalf("growth with a fenced joiner: %v, %v; want [3 2]", got, err)
+	}
+	got, err = withoutFencedJoiners([]int32{3, 1}, []int32{3, 1}, live)
+	if err != nil || !slices.Equal(got, []int32{3, 1}) {
+		t.Fatalf("a fenced member already in the ISR stays until it is shrunk away: %v, %v", got, err)
+	}
+	if got, err := withoutFencedJoiners([]int32{3, 1}, []int32{3}, live); err == nil {
+		t.Fatalf("growth by a fenced broker only: %v, want an error", got)
+	}
+	got, err = withoutFencedJoiners([]int32{3}, []int32{3, 2}, live)
+	if err != nil || !slices.Equal(got, []int32{3}) {
+		t.Fatalf("a shrink: %v, %v", got, err)
+	}
+}
