@@ -4,8 +4,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sluice-mq/sluice/segment"
 )
 
 // The ack wait stages end at the report of the last in-sync follower to pass the batch: its
@@ -16,19 +14,7 @@ func TestAckWaitStagesEndAtTheLastInSyncFollower(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			var mu sync.Mutex
 			observed := map[AckWaitStage][]time.Duration{}
-			cfg := segment.DefaultConfig()
-			cfg.SegmentBytes, cfg.Preallocate = 1<<20, false
-			dir := t.TempDir()
-			log, err := segment.Open(dir, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { log.Close() })
-			epochs, err := OpenEpochHistory(dir, log.LogEndOffset())
-			if err != nil {
-				t.Fatal(err)
-			}
-			leader := NewReplica("t", 0, log, epochs, Config{NodeID: 1, AckMode: mode, LagTimeMax: 5 * time.Second,
+			leader := openReplicaWith(t, t.TempDir(), Config{NodeID: 1, AckMode: mode, LagTimeMax: 5 * time.Second,
 				ObserveAckWait: func(stage AckWaitStage, wait time.Duration) {
 					mu.Lock()
 					observed[stage] = append(observed[stage], wait)

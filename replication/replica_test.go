@@ -20,6 +20,12 @@ func openReplica(t *testing.T, node int32, mode AckMode) *Replica {
 // openReplicaIn opens a replica of partition t-0 whose log lives in dir.
 func openReplicaIn(t *testing.T, dir string, node int32, mode AckMode) *Replica {
 	t.Helper()
+	return openReplicaWith(t, dir, Config{NodeID: node, AckMode: mode, LagTimeMax: 5 * time.Second})
+}
+
+// openReplicaWith opens a replica of partition t-0 with config, whose log lives in dir.
+func openReplicaWith(t *testing.T, dir string, config Config) *Replica {
+	t.Helper()
 	cfg := segment.DefaultConfig()
 	cfg.SegmentBytes, cfg.Preallocate = 1<<20, false
 	log, err := segment.Open(dir, cfg)
@@ -31,7 +37,7 @@ func openReplicaIn(t *testing.T, dir string, node int32, mode AckMode) *Replica 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewReplica("t", 0, log, epochs, Config{NodeID: node, AckMode: mode, LagTimeMax: 5 * time.Second})
+	return NewReplica("t", 0, log, epochs, config)
 }
 
 // newTestManager makes a Manager for node nodeID that knows no leader addresses and accepts every
