@@ -44,7 +44,10 @@ type shareFetch struct {
 	topicIDs map[string][16]byte
 	// fetchable are the session's partitions to acquire from, in the order tried.
 	fetchable []sharePartitionKey
-	lockTime  time.Duration
+	// session is the share session the request belongs to: records are acquired only while it
+	// is still the member's session here.
+	session  *shareSession
+	lockTime time.Duration
 }
 
 func (b *Broker) handleShareFetch(r *request, req *kmsg.ShareFetchRequest) {
@@ -101,6 +104,7 @@ func (b *Broker) handleShareFetch(r *request, req *kmsg.ShareFetchRequest) {
 		}
 	}
 	f.fetchable = session.fetchOrder()
+	f.session = session
 	m.mu.Unlock()
 
 	// Acknowledgements.
@@ -234,7 +238,7 @@ func (f *shareFetch) acquire() int {
 			f.noteLeader(key, result, err)
 			continue
 		}
-		records, ranges, err := f.broker.shares.acquireFrom(key, p, f.member, f.r.session.conn, remaining, strict, budget)
+		records, ranges, err := f.broker.shares.acquireFrom(key, p, f.member, f.session, f.r.session.conn, remaining, strict, budget)
 		if err != nil {
 			result := f.result(key)
 			result.ErrorCode, result.ErrorMessage = protocol.CodeFor(err), errorMessage(err)
@@ -259,10 +263,11 @@ func (f *shareFetch) acquire() int {
 }
 
 // acquireFrom reads a partition from its next fetch offset and acquires what it can of it. It
-// returns the bytes of the batches that hold acquired records. Nothing is acquired for a member
-// whose share session on conn has ended (its connection closed while the fetch waited): those
-// records would stay locked, unseen, until their locks ran out.
-func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member string, conn *netpoll.Conn, maxRecords int, strict bool,
+// returns the bytes of the batches that hold acquired records. Nothing is acquired unless session
+// is still the member's share session here and on conn: if its connection closed, or the member
+// opened a new session (its client reset and would drop this answer), while the fetch waited,
+// those records would stay locked, unseen, until their locks ran out.
+func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member string, session *shareSession, conn *netpoll.Conn, maxRecords int, strict bool,
 	maxBytes int64) ([]byte, []share.AcquiredRange, error) {
 	now := time.Now()
 	m.mu.Lock()
@@ -305,7 +310,7 @@ func (m *shareManager) acquireFrom(key sharePartitionKey, p *partition, member s
 		m.mu.Unlock()
 		return nil, nil, nil // reloaded meanwhile; the next attempt reads again
 	}
-	if s := m.mu.sessions[shareSessionKey{key.group, member}]; s == nil || s.conn != conn {
+	if s := m.mu.sessions[shareSessionKey{key.group, member}]; s != session || s.conn != conn {
 		m.mu.Unlock()
 		return nil, nil, nil
 	}
