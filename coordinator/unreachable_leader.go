@@ -20,14 +20,6 @@ import (
 // leader stays silent.
 const unreachableReportTTL = 2 * time.Second
 
-// unreachableSettle is how long a follower must have been reporting a leader before its report
-// moves anything. A cut link is silent both ways, so both ends report at about the same moment:
-// a follower whose own replication links are cut reports its leader, and the followers of the
-// partitions it leads report it. Waiting for the report's first repeat (followers repeat every
-// 500 ms) lets the reports about the follower arrive, so that the controller can tell which end
-// is cut off (see credible).
-const unreachableSettle = 400 * time.Millisecond
-
 // UnreachableReport is a follower's word that it has not heard from a leader.
 type UnreachableReport struct {
 	Follower int32 `json:"follower"`
@@ -42,20 +34,28 @@ func (c *Coordinator) ReportUnreachableLeader(ctx context.Context, follower, lea
 }
 
 // unreachableLeaderReported runs on the controller: it records the report and demotes the leader
-// where every other in-sync member has credibly reported it (reporters).
+// where every other in-sync member has reported it recently.
 func (c *Coordinator) unreachableLeaderReported(ctx context.Context, report UnreachableReport) (struct{}, error) {
 	if err := c.checkLeader(ctx); err != nil {
 		return struct{}{}, err
 	}
+	now := time.Now()
 	c.liveness.mu.Lock()
 	if c.liveness.unreachable == nil {
-		c.liveness.unreachable = unreachableReports{}
+		c.liveness.unreachable = map[UnreachableReport]time.Time{}
 	}
-	reporters := c.liveness.unreachable.add(report, time.Now())
+	c.liveness.unreachable[report] = now
+	var reporters []int32
+	for r, at := range c.liveness.unreachable {
+		switch {
+		case now.Sub(at) > unreachableReportTTL:
+			delete(c.liveness.unreachable, r)
+		case r.Leader == report.Leader:
+			reporters = append(reporters, r.Follower)
+		}
+	}
 	c.liveness.mu.Unlock()
-	if len(reporters) == 0 {
-		return struct{}{}, nil
-	}
+	slices.Sort(reporters)
 	cmd := &demoteUnreachableCommand{Leader: report.Leader, Reporters: reporters}
 	if next, _ := cmd.apply(c.Metadata()); next == nil {
 		return struct{}{}, nil // nothing would move
@@ -66,59 +66,6 @@ func (c *Coordinator) unreachableLeaderReported(ctx context.Context, report Unre
 	}
 	c.metrics.unreachableDemotions.Inc()
 	return struct{}{}, nil
-}
-
-// unreachableReports holds the followers' recent reports: when each was first made (in its
-// current run of repeats) and last repeated.
-type unreachableReports map[UnreachableReport]struct{ first, last time.Time }
-
-// add records report at now, forgets reports older than unreachableReportTTL, and returns the
-// followers whose reports of report.Leader may move its leaderships, sorted: none until report
-// has settled; otherwise every follower whose own report of that leader has settled and is
-// credible.
-func (r unreachableReports) add(report UnreachableReport, now time.Time) []int32 {
-	for key, at := range r {
-		if now.Sub(at.last) > unreachableReportTTL {
-			delete(r, key)
-		}
-	}
-	at, ok := r[report]
-	if !ok {
-		at.first = now
-	}
-	at.last = now
-	r[report] = at
-	if now.Sub(at.first) < unreachableSettle {
-		return nil
-	}
-	var reporters []int32
-	for key, at := range r {
-		if key.Leader == report.Leader && now.Sub(at.first) >= unreachableSettle && r.credible(key) {
-			reporters = append(reporters, key.Follower)
-		}
-	}
-	slices.Sort(reporters)
-	return reporters
-}
-
-// reportedBy counts the followers that report node.
-func (r unreachableReports) reportedBy(node int32) int {
-	n := 0
-	for key := range r {
-		if key.Leader == node {
-			n++
-		}
-	}
-	return n
-}
-
-// credible reports whether report is to be believed: not if more followers report its follower
-// than its leader. A follower whose replication links are cut hears from no leader, and the
-// followers of what it leads hear nothing from it; moving leaderships to it would leave them
-// with nobody able to follow (seen in a chaos run: a node's replication links were cut while
-// the only other ISR member was restarting, and it was made leader of that member's partitions).
-func (r unreachableReports) credible(report UnreachableReport) bool {
-	return r.reportedBy(report.Follower) <= r.reportedBy(report.Leader)
 }
 
 // demoteUnreachableCommand moves leadership off Leader for every partition whose other in-sync
