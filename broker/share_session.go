@@ -2,10 +2,11 @@ package broker
 
 // Share sessions (KIP-932): a member's ShareFetch/ShareAcknowledge requests to one broker form a
 // session keyed by (group, member), tied to the connection that opened it. Epoch 0 opens a new
-// session (replacing one the member had, and releasing what the member held here), -1 closes it after its acknowledgements (releasing what
-// the member still holds here), and any other epoch must be the session's next: each request moves
-// it on by one (wrapping to 1). SHARE_SESSION_NOT_FOUND answers an epoch for a session that does
-// not exist; INVALID_SHARE_SESSION_EPOCH a wrong epoch. A closed connection ends its sessions.
+// session (closing one the member had), -1 closes it after its acknowledgements, and closing
+// releases what the member still holds here. Any other epoch must be the session's next: each
+// request moves it on by one (wrapping to 1). SHARE_SESSION_NOT_FOUND answers an epoch for a
+// session that does not exist; INVALID_SHARE_SESSION_EPOCH a wrong epoch. A closed connection ends
+// its sessions.
 
 import (
 	"cmp"
@@ -65,7 +66,7 @@ func (m *shareManager) sessionLocked(group, member string, epoch int32, conn *se
 			// what an answer in flight acquired; this repo's client forgets its pending
 			// acknowledgements): what it holds here can never be acknowledged, so it goes back to
 			// the group now rather than when its locks run out.
-			m.releaseMemberLocked(group, member, time.Now())
+			m.closeSessionLocked(group, member, time.Now())
 		}
 		s = &shareSession{conn: conn.conn, epoch: 1, partitions: map[sharePartitionKey]bool{}}
 		m.mu.sessions[key] = s
