@@ -101,7 +101,9 @@ func (r *registry) retryOffline() {
 
 // openLog prepares a partition's directory and opens its log. On failure the partition is recorded
 // offline and a retry scheduled; while its backoff runs, openLog fails at once with the recorded
-// error instead of trying again.
+// error instead of trying again. A partition that was offline stays recorded so until the caller
+// has published it (offlinePartitions.online): Metadata must not call it served while requests
+// still find no partition.
 func (r *registry) openLog(topic string, index int32, topicID [16]byte, cfg segment.Config) (*segment.Log, error) {
 	key := partitionKey{topic, index}
 	now := time.Now()
@@ -113,7 +115,6 @@ func (r *registry) openLog(topic string, index int32, topicID [16]byte, cfg segm
 	if err == nil {
 		var log *segment.Log
 		if log, err = segment.Open(dir, cfg); err == nil {
-			r.offline.online(key, topicID)
 			return log, nil
 		}
 	}

@@ -122,6 +122,11 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 	}
 	self, found := latest.Brokers[r.nodeID]
 	registered := r.incarnation == "" || (found && self.Incarnation == r.incarnation)
+	type openedPartition struct {
+		key     partitionKey
+		topicID [16]byte
+	}
+	var opened []openedPartition
 	for name, meta := range latest.Topics {
 		t, ok := next[name]
 		if !ok {
@@ -155,6 +160,7 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 				if p, err = r.openPartition(name, int32(i), meta.ID, logCfg); err != nil {
 					continue // offline: openLog logged it and retries (partition_offline.go)
 				}
+				opened = append(opened, openedPartition{partitionKey{name, int32(i)}, meta.ID})
 			} else if err := p.log.SetConfig(logCfg); err != nil {
 				r.logger.Error("apply topic config", "topic", name, "partition", i, "err", err)
 			}
@@ -165,6 +171,9 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 		next[name] = updated
 	}
 	r.topics.Store(&next)
+	for _, o := range opened {
+		r.offline.online(o.key, o.topicID) // published: no longer offline, if it was
+	}
 	r.applied.Lock()
 	r.applied.version = latest.Version
 	close(r.applied.changed)
