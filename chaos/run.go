@@ -215,9 +215,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		result.Errors = append(result.Errors, err.Error())
 	}
 
-	events := recorder.Events()
+	events, err := readHistory(filepath.Join(cfg.Dir, "history.jsonl"))
+	if err != nil {
+		result.Errors = append(result.Errors, err.Error())
+	}
 	result.Verdict = checker.Check(events, checker.Options{Nodes: cfg.Nodes, Topic: cfg.Topic, UnavailableLimit: cfg.UnavailableLimit})
 	return result, writeResults(cfg.Dir, result, events)
+}
+
+// readHistory reads a run's history back from its file.
+func readHistory(path string) ([]history.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	defer f.Close()
+	return history.Read(f)
 }
 
 func writeResults(dir string, result Result, events []history.Event) error {

@@ -85,22 +85,34 @@ type Event struct {
 	Batches []Batch `json:"batches,omitempty"`
 }
 
-// Recorder appends events to a JSON-lines file and keeps them in memory. It is safe for concurrent
-// use; events are stamped and written in the order Record is called.
+// blockEvents is how many events one block of a Recorder's memory holds.
+const blockEvents = 4096
+
+// Recorder appends events to a JSON-lines file, or without a file keeps them in memory. It is safe
+// for concurrent use; events are stamped and written in the order Record is called.
+//
+// A run's recorder writes only to its file (read it back with Read): a 30-minute run records over
+// a million events, several hundred megabytes that the runner's garbage collector would otherwise
+// scan over and over while the cluster shares the cores. In memory, events are kept in fixed-size
+// blocks, never in one growing slice: growing one copies every event while the lock is held, and
+// every client and the nemesis record through this lock; such copies froze a whole run's workload
+// for up to 4 s, which the checker reported as unavailability of the cluster.
 type Recorder struct {
-	start time.Time
-	mu    struct {
+	start    time.Time
+	inMemory bool // no file: events are kept in blocks
+	mu       struct {
 		sync.Mutex
 		out    *bufio.Writer
 		file   io.Closer
-		events []Event
+		blocks [][]Event // each with capacity blockEvents; only the last is not full
+		count  int
 		err    error
 	}
 }
 
-// NewRecorder writes to path (created or truncated); an empty path keeps events in memory only.
+// NewRecorder writes to path (created or truncated); an empty path keeps events in memory instead.
 func NewRecorder(path string) (*Recorder, error) {
-	r := &Recorder{start: time.Now()}
+	r := &Recorder{start: time.Now(), inMemory: path == ""}
 	if path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -125,7 +137,10 @@ func (r *Recorder) Record(e Event) int64 {
 	if e.Time == 0 {
 		e.Time = r.Since()
 	}
-	r.mu.events = append(r.mu.events, e)
+	if r.inMemory {
+		r.keepLocked(e)
+		return e.Time
+	}
 	if r.mu.out != nil && r.mu.err == nil {
 		line, err := json.Marshal(e)
 		if err == nil {
@@ -137,11 +152,25 @@ func (r *Recorder) Record(e Event) int64 {
 	return e.Time
 }
 
-// Events returns a copy of the events so far.
+// keepLocked appends e to the in-memory blocks.
+func (r *Recorder) keepLocked(e Event) {
+	if last := len(r.mu.blocks) - 1; last < 0 || len(r.mu.blocks[last]) == blockEvents {
+		r.mu.blocks = append(r.mu.blocks, make([]Event, 0, blockEvents))
+	}
+	last := len(r.mu.blocks) - 1
+	r.mu.blocks[last] = append(r.mu.blocks[last], e)
+	r.mu.count++
+}
+
+// Events returns a copy of the events kept in memory (none for a recorder with a file).
 func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Event(nil), r.mu.events...)
+	events := make([]Event, 0, r.mu.count)
+	for _, block := range r.mu.blocks {
+		events = append(events, block...)
+	}
+	return events
 }
 
 // Flush writes buffered lines to the file.
