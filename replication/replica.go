@@ -67,8 +67,10 @@ type Replica struct {
 		// pendingISR is the ISR proposed to the controller and not yet seen committed; nil if none.
 		pendingISR []int32
 		// growAfter: the controller refused an ISR that added members; none is proposed again
-		// before this (shrinks are, at once). See ProposalFailed.
-		growAfter time.Time
+		// before this (shrinks are, at once). growRefusals counts the refusals in a row, which
+		// lengthen the wait. See ProposalFailed.
+		growAfter    time.Time
+		growRefusals int
 		// epochStart is the log end when this replica became leader at leaderEpoch.
 		epochStart int64
 		followers  map[int32]FollowerPosition
@@ -388,9 +390,25 @@ func (r *Replica) FollowerDisconnected(follower int32, now time.Time) {
 	}
 }
 
-// refusedGrowthBackoff is how long a leader waits to propose adding members to the ISR again after
-// the controller refused (or never answered) such a proposal.
-const refusedGrowthBackoff = 2 * time.Second
+// A leader waits before proposing to add members to the ISR again after the controller refused (or
+// never answered) such a proposal: firstGrowthBackoff after the first refusal, twice as long after
+// each further one in a row, up to maxGrowthBackoff.
+const (
+	firstGrowthBackoff = 250 * time.Millisecond
+	maxGrowthBackoff   = 2 * time.Second
+)
+
+// growthBackoff is the wait after refusals refusals in a row (at least 1).
+func growthBackoff(refusals int) time.Duration {
+	wait := firstGrowthBackoff
+	for range refusals - 1 {
+		if wait >= maxGrowthBackoff {
+			break
+		}
+		wait *= 2
+	}
+	return min(wait, maxGrowthBackoff)
+}
 
 // ProposeISR returns the ISR this leader should ask the controller for, with the epochs to send,
 // and marks it pending; ok is false when nothing should change or a proposal is in flight.
@@ -401,6 +419,9 @@ func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, 
 		return nil, 0, 0, false
 	}
 	next := desiredISR(now, lagMax, r.grace, r.nodeID, r.mu.replicas, r.mu.isr, r.mu.followers, r.highWatermark.Load(), r.mu.epochStart)
+	if !slices.ContainsFunc(next, func(id int32) bool { return !slices.Contains(r.mu.isr, id) }) {
+		r.mu.growRefusals = 0 // nobody waits to join (any more)
+	}
 	if now.Before(r.mu.growAfter) {
 		next = slices.DeleteFunc(next, func(id int32) bool { return !slices.Contains(r.mu.isr, id) })
 	}
@@ -412,13 +433,16 @@ func (r *Replica) ProposeISR(now time.Time, lagMax time.Duration) (isr []int32, 
 }
 
 // ProposalFailed clears a pending ISR proposal that the controller refused or never answered. If
-// it added members, none is added for refusedGrowthBackoff: the controller refuses a fenced broker,
-// which may well be fetching and caught up (its Raft store failed, say), and asking again at every
-// ISR check only floods the controller and the log.
+// it added members, none is added for a while (growthBackoff): the controller refuses a fenced
+// broker, which may well be fetching and caught up (its Raft store failed, say), and asking again
+// at every ISR check only floods the controller and the log. The first wait is short, as a broker
+// that has just restarted catches up within moments of its unfencing, and the ISR should not stay
+// below min.insync.replicas for long after that.
 func (r *Replica) ProposalFailed(now time.Time) {
 	r.mu.Lock()
 	if slices.ContainsFunc(r.mu.pendingISR, func(id int32) bool { return !slices.Contains(r.mu.isr, id) }) {
-		r.mu.growAfter = now.Add(refusedGrowthBackoff)
+		r.mu.growRefusals++
+		r.mu.growAfter = now.Add(growthBackoff(r.mu.growRefusals))
 	}
 	r.mu.pendingISR = nil
 	fired := r.advanceLocked()

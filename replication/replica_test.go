@@ -351,39 +351,59 @@ func TestPendingISRSettledByLaterPartitionEpoch(t *testing.T) {
 }
 
 // After the controller refuses an ISR that adds a member (it refuses a fenced broker, which may be
-// fetching and caught up), the leader waits refusedGrowthBackoff before proposing the addition
-// again, instead of at every ISR check (about 1,800 refused proposals in a 3-minute disk-full chaos
-// run); a shrink is still proposed at once.
+// fetching and caught up), the leader waits before proposing the addition again, instead of at
+// every ISR check (about 1,800 refused proposals in a 3-minute disk-full chaos run): 250 ms after
+// the first refusal, doubling up to 2 s, and short again once nobody waits to join; a shrink is
+// still proposed at once.
 func TestRefusedISRGrowthBacksOff(t *testing.T) {
 	leader := openReplica(t, 1, AckFsync)
 	now := time.Now()
 	if _, err := leader.MakeLeader(1, 5, []int32{1, 2, 3}, []int32{1, 2}, now); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []int32{2, 3} {
-		if _, err := leader.FollowerFetched(id, 1, 0, 0, false, now); err != nil {
-			t.Fatal(err)
+	fetch := func(at time.Time, ids ...int32) {
+		t.Helper()
+		for _, id := range ids {
+			if _, err := leader.FollowerFetched(id, 1, 0, 0, false, at); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	fetch(now, 2, 3)
 	if isr, _, _, ok := leader.ProposeISR(now, 5*time.Second); !ok || len(isr) != 3 {
 		t.Fatalf("proposal %v, ok %v; want [1 2 3]", isr, ok)
 	}
-	leader.ProposalFailed(now)
-	if isr, _, _, ok := leader.ProposeISR(now.Add(refusedGrowthBackoff/2), 5*time.Second); ok {
-		t.Fatalf("proposed %v again before the backoff passed", isr)
-	}
-	// Follower 2 lags past the lag time: the shrink goes out despite the backoff.
-	later := now.Add(refusedGrowthBackoff / 2)
-	if isr, _, _, ok := leader.ProposeISR(later, time.Millisecond); !ok || !sameMembers(isr, []int32{1}) {
-		t.Fatalf("shrink during the backoff: proposal %v, ok %v; want [1]", isr, ok)
-	}
-	leader.ProposalFailed(later)
-	for _, id := range []int32{2, 3} {
-		if _, err := leader.FollowerFetched(id, 1, 0, 0, false, now.Add(refusedGrowthBackoff)); err != nil {
-			t.Fatal(err)
+	// Refused three times in a row: the waits are 250 ms, 500 ms, 1 s.
+	at := now
+	for _, wait := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+		leader.ProposalFailed(at)
+		if isr, _, _, ok := leader.ProposeISR(at.Add(wait-time.Millisecond), 5*time.Second); ok {
+			t.Fatalf("proposed %v again %v after refusal, before the %v backoff", isr, wait-time.Millisecond, wait)
+		}
+		at = at.Add(wait)
+		fetch(at, 2, 3)
+		if isr, _, _, ok := leader.ProposeISR(at, 5*time.Second); !ok || len(isr) != 3 {
+			t.Fatalf("%v after refusal: proposal %v, ok %v; want [1 2 3]", wait, isr, ok)
 		}
 	}
-	if isr, _, _, ok := leader.ProposeISR(now.Add(refusedGrowthBackoff+time.Millisecond), 5*time.Second); !ok || len(isr) != 3 {
+	leader.ProposalFailed(at)
+	// Follower 2 lags past the lag time: the shrink goes out despite the backoff.
+	if isr, _, _, ok := leader.ProposeISR(at.Add(100*time.Millisecond), time.Millisecond); !ok || !sameMembers(isr, []int32{1}) {
+		t.Fatalf("shrink during the backoff: proposal %v, ok %v; want [1]", isr, ok)
+	}
+	leader.ProposalFailed(at.Add(100 * time.Millisecond))
+	// Nobody waited to join at that check, so the next refused growth waits 250 ms again.
+	at = at.Add(maxGrowthBackoff)
+	fetch(at, 2, 3)
+	if isr, _, _, ok := leader.ProposeISR(at, 5*time.Second); !ok || len(isr) != 3 {
 		t.Fatalf("after the backoff: proposal %v, ok %v; want [1 2 3]", isr, ok)
+	}
+	leader.ProposalFailed(at)
+	fetch(at.Add(250*time.Millisecond), 2, 3)
+	if isr, _, _, ok := leader.ProposeISR(at.Add(250*time.Millisecond), 5*time.Second); !ok || len(isr) != 3 {
+		t.Fatalf("250 ms after a first refusal again: proposal %v, ok %v; want [1 2 3]", isr, ok)
+	}
+	if got := growthBackoff(10); got != maxGrowthBackoff {
+		t.Fatalf("backoff after 10 refusals %v, want the cap %v", got, maxGrowthBackoff)
 	}
 }
