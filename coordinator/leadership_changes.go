@@ -38,8 +38,14 @@ func (c *Coordinator) alterPartition(ctx context.Context, args alterPartitionArg
 	isr := slices.Clone(args.ISR)
 	if args.Partition >= 0 && int(args.Partition) < len(topic.Partitions) {
 		var err error
-		if isr, err = withoutFencedJoiners(isr, topic.Partitions[args.Partition].ISR, liveIn(c.Metadata())); err != nil {
+		current := topic.Partitions[args.Partition]
+		if isr, err = withoutFencedJoiners(isr, current.ISR, liveIn(c.Metadata())); err != nil {
 			return Partition{}, fmt.Errorf("%w: %s-%d: %v", ErrInvalidISR, args.Topic, args.Partition, err)
+		}
+		if current.Leader == args.LeaderID {
+			if err := c.checkShrinkNotPreempted(current, args.LeaderID, isr); err != nil {
+				return Partition{}, fmt.Errorf("coordinator: ISR change of %s-%d: %w", args.Topic, args.Partition, err)
+			}
 		}
 	}
 	result, err := c.propose(ctx, &alterPartitionCommand{

@@ -28,7 +28,7 @@ type liveness struct {
 	deposed  int32
 	// unreachable holds followers' recent reports of leaders they cannot reach
 	// (unreachable_leader.go), on the controller.
-	unreachable map[UnreachableReport]time.Time
+	unreachable unreachableReports
 }
 
 // session is this node's heartbeat loop.

@@ -8,6 +8,21 @@ package coordinator
 // of them, dropping the old leader from the ISR. This is a clean election: every ISR member has
 // every record below the high watermark, and the old leader, no longer in the ISR, truncates its
 // unreplicated tail when it follows again.
+//
+// A cut link is silent both ways, so both of its ends report at about the same moment, and the
+// controller must tell which end is cut off before it moves anything:
+//   - a report counts only while it is credible: its follower is reported by fewer followers than
+//     its leader (a node whose replication links are cut reports every leader it follows, and is
+//     reported by every follower of what it leads);
+//   - it moves leaderships only once settled (repeated, unreachableSettle), so that the reports
+//     about its follower, made within moments of it, have arrived;
+//   - meanwhile the controller refuses the reported leader an ISR shrink that drops the reporters
+//     while their reports would move its leadership: a cut-off leader drops its followers after
+//     the lag time, and once alone in its ISR nobody may take over from it.
+// Seen in chaos runs: without the weighing, a node whose replication links were cut was made
+// leader of its only fellow ISR member's partitions, which then nobody could follow (11 s without
+// acks); with the settling but without the refusal, cut-off leaders shrank their ISRs first (up to
+// 15 s).
 
 import (
 	"context"
@@ -17,8 +32,12 @@ import (
 )
 
 // unreachableReportTTL is how long a follower's report counts; followers repeat theirs while the
-// leader stays silent.
+// leader stays silent (every 500 ms).
 const unreachableReportTTL = 2 * time.Second
+
+// unreachableSettle is how long a follower must have been reporting a leader before its report
+// moves anything: until its first repeat.
+const unreachableSettle = 400 * time.Millisecond
 
 // UnreachableReport is a follower's word that it has not heard from a leader.
 type UnreachableReport struct {
@@ -34,7 +53,7 @@ func (c *Coordinator) ReportUnreachableLeader(ctx context.Context, follower, lea
 }
 
 // unreachableLeaderReported runs on the controller: it records the report and demotes the leader
-// where every other in-sync member has reported it recently.
+// where every other in-sync member has credibly reported it, and the reports have settled.
 func (c *Coordinator) unreachableLeaderReported(ctx context.Context, report UnreachableReport) (struct{}, error) {
 	if err := c.checkLeader(ctx); err != nil {
 		return struct{}{}, err
@@ -42,20 +61,14 @@ func (c *Coordinator) unreachableLeaderReported(ctx context.Context, report Unre
 	now := time.Now()
 	c.liveness.mu.Lock()
 	if c.liveness.unreachable == nil {
-		c.liveness.unreachable = map[UnreachableReport]time.Time{}
+		c.liveness.unreachable = unreachableReports{}
 	}
-	c.liveness.unreachable[report] = now
-	var reporters []int32
-	for r, at := range c.liveness.unreachable {
-		switch {
-		case now.Sub(at) > unreachableReportTTL:
-			delete(c.liveness.unreachable, r)
-		case r.Leader == report.Leader:
-			reporters = append(reporters, r.Follower)
-		}
-	}
+	c.liveness.unreachable.add(report, now)
+	reporters := c.liveness.unreachable.reporters(report.Leader, now, unreachableSettle)
 	c.liveness.mu.Unlock()
-	slices.Sort(reporters)
+	if len(reporters) == 0 {
+		return struct{}{}, nil
+	}
 	cmd := &demoteUnreachableCommand{Leader: report.Leader, Reporters: reporters}
 	if next, _ := cmd.apply(c.Metadata()); next == nil {
 		return struct{}{}, nil // nothing would move
@@ -66,6 +79,80 @@ func (c *Coordinator) unreachableLeaderReported(ctx context.Context, report Unre
 	}
 	c.metrics.unreachableDemotions.Inc()
 	return struct{}{}, nil
+}
+
+// checkShrinkNotPreempted refuses (ErrInvalidISR) a leader's ISR proposal for p that drops members
+// while the leader's credible reporters, settled or not, would have p's leadership moved to them.
+// Runs on the controller.
+func (c *Coordinator) checkShrinkNotPreempted(p Partition, leader int32, proposed []int32) error {
+	if !slices.ContainsFunc(p.ISR, func(id int32) bool { return !slices.Contains(proposed, id) }) {
+		return nil // drops nobody
+	}
+	c.liveness.mu.Lock()
+	reporters := c.liveness.unreachable.reporters(leader, time.Now(), 0)
+	c.liveness.mu.Unlock()
+	if len(reporters) == 0 {
+		return nil
+	}
+	if _, moves := demotePartition(p, leader, reporters, liveIn(c.Metadata())); moves {
+		return fmt.Errorf("%w: the members it drops report leader %d unreachable, and leadership moves to them", ErrInvalidISR, leader)
+	}
+	return nil
+}
+
+// unreachableReports holds the followers' recent reports: when each was first made (in its
+// current run of repeats) and last repeated.
+type unreachableReports map[UnreachableReport]struct{ first, last time.Time }
+
+// add records report at now and forgets reports older than unreachableReportTTL.
+func (r unreachableReports) add(report UnreachableReport, now time.Time) {
+	r.expire(now)
+	at, ok := r[report]
+	if !ok {
+		at.first = now
+	}
+	at.last = now
+	r[report] = at
+}
+
+func (r unreachableReports) expire(now time.Time) {
+	for key, at := range r {
+		if now.Sub(at.last) > unreachableReportTTL {
+			delete(r, key)
+		}
+	}
+}
+
+// reporters returns, sorted, the followers whose reports of leader are current at now, made at
+// least settle ago, and credible.
+func (r unreachableReports) reporters(leader int32, now time.Time, settle time.Duration) []int32 {
+	var out []int32
+	for key, at := range r {
+		if key.Leader == leader && now.Sub(at.last) <= unreachableReportTTL && now.Sub(at.first) >= settle && r.credible(key, now) {
+			out = append(out, key.Follower)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reportedBy counts the followers with a current report of node.
+func (r unreachableReports) reportedBy(node int32, now time.Time) int {
+	n := 0
+	for key, at := range r {
+		if key.Leader == node && now.Sub(at.last) <= unreachableReportTTL {
+			n++
+		}
+	}
+	return n
+}
+
+// credible reports whether report is to be believed: its follower is reported by fewer followers
+// than its leader. (When as many report each, as when two nodes' link is cut and each follows the
+// other, neither can tell the other's case apart from its own; the leader keeps its leaderships
+// and drops the follower after the lag time.)
+func (r unreachableReports) credible(report UnreachableReport, now time.Time) bool {
+	return r.reportedBy(report.Follower, now) < r.reportedBy(report.Leader, now)
 }
 
 // demoteUnreachableCommand moves leadership off Leader for every partition whose other in-sync
