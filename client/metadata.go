@@ -201,14 +201,20 @@ func (m *metadataCache) fetch(ctx context.Context, topics []string, all bool) (*
 	return resp, nil
 }
 
+// unknownTopicRetries is how many more times a topic that a broker does not know is asked for
+// before it counts as nonexistent: in a cluster, a topic just created on the controller reaches
+// the other brokers' metadata moments later.
+const unknownTopicRetries = 4
+
 // topic returns metadata for topic, fetching it when not cached. A topic that does not exist yields
-// ErrUnknownTopic; one whose leaders are still being elected is asked for again until ctx ends.
+// ErrUnknownTopic (after unknownTopicRetries more tries); one whose leaders are still being elected
+// is asked for again until ctx ends.
 func (m *metadataCache) topic(ctx context.Context, topic string) (*topicInfo, error) {
 	if info := m.cached(topic); info != nil {
 		return info, nil
 	}
 	backoff := 10 * time.Millisecond
-	for {
+	for unknown := 0; ; {
 		resp, err := m.fetch(ctx, []string{topic}, false)
 		if err != nil {
 			return nil, err
@@ -229,7 +235,9 @@ func (m *metadataCache) topic(ctx context.Context, topic string) (*topicInfo, er
 			return nil, fmt.Errorf("%w %q: %w", ErrUnknownTopic, topic, newKafkaError("metadata", topic, -1, code, nil))
 		}
 		if code == protocol.UnknownTopicOrPartition.Code && !m.client.cfg.allowAutoTopicCreation {
-			return nil, fmt.Errorf("%w %q: %w", ErrUnknownTopic, topic, newKafkaError("metadata", topic, -1, code, nil))
+			if unknown++; unknown > unknownTopicRetries {
+				return nil, fmt.Errorf("%w %q: %w", ErrUnknownTopic, topic, newKafkaError("metadata", topic, -1, code, nil))
+			}
 		}
 		select {
 		case <-ctx.Done():
