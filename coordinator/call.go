@@ -139,7 +139,7 @@ func callController[A, R any](c *Coordinator, ctx context.Context, op operation,
 			lastErr = fmt.Errorf("%w: no controller is known", ErrNotLeader)
 		} else {
 			var result R
-			index, err := c.forwardTo(ctx, string(address), op, args, &result)
+			index, err := c.forwardUntilDeposed(ctx, string(address), nodeIDOf(id), controller, op, args, &result)
 			if err == nil {
 				return result, c.waitApplied(ctx, index)
 			}
@@ -156,6 +156,32 @@ func callController[A, R any](c *Coordinator, ctx context.Context, op operation,
 		}
 		backoff = min(2*backoff, retryBackoffMax)
 	}
+}
+
+// errControllerChanged cancels a forwarded call whose controller was succeeded.
+var errControllerChanged = fmt.Errorf("%w: another controller took over during the call", ErrNotLeader)
+
+// forwardUntilDeposed is forwardTo target (at address), abandoned with a retriable error once a
+// controller other than target and published (the controller published when the call began) is
+// published: a controller that is paused or cut off would otherwise hold the call until its
+// deadline, long after another took over (a leader's ISR change waited so for a paused
+// controller, with the partition below min.insync.replicas).
+func (c *Coordinator) forwardUntilDeposed(ctx context.Context, address string, target, published int32, op operation, args any, result any) (uint64, error) {
+	forwardCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		err := c.view.waitFor(forwardCtx, c.stop, func(m *Metadata) bool {
+			return m.ControllerID >= 0 && m.ControllerID != target && m.ControllerID != published
+		})
+		if err == nil {
+			cancel(errControllerChanged)
+		}
+	}()
+	index, err := c.forwardTo(forwardCtx, address, op, args, result)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(forwardCtx), errControllerChanged) {
+		return 0, errControllerChanged
+	}
+	return index, err
 }
 
 // forwardTo makes one forwarded call to address and decodes its result into

@@ -541,3 +541,36 @@ func TestParseVoters(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardedCallAbandonedWhenControllerSucceeded: a call forwarded to a controller that never
+// answers (a paused process: the kernel still accepts its connections) ends as soon as another
+// controller is published, with a retriable error, instead of at its deadline.
+func TestForwardedCallAbandonedWhenControllerSucceeded(t *testing.T) {
+	tc := startCluster(t, 3)
+	old := tc.controller()
+	oldID := old.NodeID()
+	follower := tc.follower()
+	silent := listen(t, "127.0.0.1:0") // accepts, never answers
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := follower.forwardUntilDeposed(ctx, silent.Addr().String(), oldID, oldID, opReadIndex, struct{}{}, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the call to a silent controller ended before any other took over: %v", err)
+	default:
+	}
+	tc.stop(oldID)
+	elected := tc.controller()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("the abandoned call failed with %v, want a retriable ErrNotLeader", err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the call to the silent controller still waits after controller %d took over", elected.NodeID())
+	}
+}
