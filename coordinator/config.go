@@ -107,6 +107,10 @@ type Config struct {
 	BrokerSessionTimeout    time.Duration
 	BrokerProbeAfter        time.Duration
 	LeaderRebalanceInterval time.Duration
+
+	// BallastBytes is the size of the file kept beside the Raft log and given up when its disk
+	// fills (ballast.go); 0: none. Invariant: >= 0.
+	BallastBytes int64
 }
 
 // DefaultConfig returns production defaults. NodeID is 0 and DataDir is
@@ -132,6 +136,7 @@ func DefaultConfig() Config {
 		BrokerSessionTimeout:    1500 * time.Millisecond,
 		BrokerProbeAfter:        400 * time.Millisecond, // two missed heartbeats
 		LeaderRebalanceInterval: 30 * time.Second,
+		BallastBytes:            16 << 20,
 	}
 }
 
@@ -166,6 +171,9 @@ func (c Config) Validate() error {
 	if c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval || c.LeaderRebalanceInterval < 0 || c.BrokerProbeAfter < 0 {
 		return fmt.Errorf("coordinator: config: heartbeat interval %v must be positive and below the session timeout %v, rebalance interval %v and probe delay %v not negative",
 			c.BrokerHeartbeatInterval, c.BrokerSessionTimeout, c.LeaderRebalanceInterval, c.BrokerProbeAfter)
+	}
+	if c.BallastBytes < 0 {
+		return fmt.Errorf("coordinator: config: BallastBytes %d is negative", c.BallastBytes)
 	}
 	if c.SnapshotThreshold == 0 {
 		return fmt.Errorf("coordinator: config: SnapshotThreshold must be positive")

@@ -150,7 +150,8 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 		return nil, fmt.Errorf("coordinator: open raft log in %s: %w", cfg.DataDir, err)
 	}
 	cleanups = append(cleanups, func() { c.store.Close() })
-	logStore, err := raft.NewLogCache(256, c.store)
+	stable := &ballastedStore{BoltStore: c.store, ballast: newBallast(filepath.Join(cfg.DataDir, "raft.ballast"), cfg.BallastBytes, logger)}
+	logStore, err := raft.NewLogCache(256, stable)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: raft log cache: %w", err)
 	}
@@ -190,7 +191,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 
 	raftConfig := cfg.raftConfig(c.leadershipChanges)
 	raftConfig.Logger = raftLog
-	hasState, err := raft.HasExistingState(logStore, c.store, snapshots)
+	hasState, err := raft.HasExistingState(logStore, stable, snapshots)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: inspect raft state: %w", err)
 	}
@@ -198,7 +199,7 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	switch {
 	case hasState:
 	case isVoter:
-		if err := raft.BootstrapCluster(raftConfig, logStore, c.store, snapshots, c.transport, votersConfiguration(cfg.Voters)); err != nil {
+		if err := raft.BootstrapCluster(raftConfig, logStore, stable, snapshots, c.transport, votersConfiguration(cfg.Voters)); err != nil {
 			return nil, fmt.Errorf("coordinator: bootstrap: %w", err)
 		}
 		logger.Info("coordinator: bootstrapped the voter set", "node", cfg.NodeID, "voters", cfg.Voters)
@@ -208,13 +209,13 @@ func Open(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 			ID:       raftConfig.LocalID,
 			Address:  c.transport.LocalAddr(),
 		}}}
-		if err := raft.BootstrapCluster(raftConfig, logStore, c.store, snapshots, c.transport, configuration); err != nil {
+		if err := raft.BootstrapCluster(raftConfig, logStore, stable, snapshots, c.transport, configuration); err != nil {
 			return nil, fmt.Errorf("coordinator: bootstrap: %w", err)
 		}
 		logger.Info("coordinator: bootstrapped a one-voter cluster", "node", cfg.NodeID, "raft_address", c.transport.LocalAddr())
 	}
 
-	c.raft, err = raft.NewRaft(raftConfig, c.fsm, logStore, c.store, snapshots, c.transport)
+	c.raft, err = raft.NewRaft(raftConfig, c.fsm, logStore, stable, snapshots, c.transport)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: start raft: %w", err)
 	}
