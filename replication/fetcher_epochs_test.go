@@ -2,6 +2,7 @@ package replication
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -52,5 +53,28 @@ func TestEpochSearchSettlesOverEmptyEpochs(t *testing.T) {
 	}
 	if follower.Log.LogEndOffset() != 0 {
 		t.Fatalf("log end %d", follower.Log.LogEndOffset())
+	}
+}
+
+// TestAcksPipelineOnlyWhenSlow: one acknowledgement fetch at a time while they come back quickly;
+// another once the last has been out for ackPipelineAfter (a slow link), up to maxAcksInFlight.
+func TestAcksPipelineOnlyWhenSlow(t *testing.T) {
+	sent := time.Now()
+	cases := []struct {
+		inFlight int
+		after    time.Duration
+		want     bool
+	}{
+		{0, 0, true},
+		{1, 0, false},
+		{1, ackPipelineAfter - time.Millisecond, false},
+		{1, ackPipelineAfter, true},
+		{maxAcksInFlight - 1, time.Second, true},
+		{maxAcksInFlight, time.Second, false},
+	}
+	for _, c := range cases {
+		if got := mayAck(c.inFlight, sent, sent.Add(c.after)); got != c.want {
+			t.Errorf("mayAck(%d in flight, last sent %v ago) = %v, want %v", c.inFlight, c.after, got, c.want)
+		}
 	}
 }
