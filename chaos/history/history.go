@@ -105,7 +105,6 @@ type Recorder struct {
 		out    *bufio.Writer
 		file   io.Closer
 		blocks [][]Event // each with capacity blockEvents; only the last is not full
-		count  int
 		err    error
 	}
 }
@@ -159,14 +158,13 @@ func (r *Recorder) keepLocked(e Event) {
 	}
 	last := len(r.mu.blocks) - 1
 	r.mu.blocks[last] = append(r.mu.blocks[last], e)
-	r.mu.count++
 }
 
 // Events returns a copy of the events kept in memory (none for a recorder with a file).
 func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	events := make([]Event, 0, r.mu.count)
+	events := make([]Event, 0, len(r.mu.blocks)*blockEvents)
 	for _, block := range r.mu.blocks {
 		events = append(events, block...)
 	}
