@@ -193,6 +193,7 @@ func (c *Coordinator) runLiveness() {
 	ticker := time.NewTicker(c.config.BrokerHeartbeatInterval)
 	defer ticker.Stop()
 	lastRebalance := time.Now()
+	var rebalance *pendingRebalance // noted, not yet made (rebalance.go)
 	for {
 		select {
 		case <-c.stop:
@@ -200,6 +201,7 @@ func (c *Coordinator) runLiveness() {
 		case <-ticker.C:
 		}
 		if !c.IsLeader() {
+			rebalance = nil
 			c.liveness.mu.Lock()
 			c.liveness.lastSeen = nil
 			c.liveness.mu.Unlock()
@@ -257,26 +259,6 @@ func (c *Coordinator) runLiveness() {
 			c.metrics.brokersFenced.Inc()
 			c.metrics.failoverSeconds.UpdateDuration(silentSince[i])
 		}
-		if interval := c.config.LeaderRebalanceInterval; interval > 0 && now.Sub(lastRebalance) >= interval {
-			lastRebalance = now
-			if preferredElectionNeeded(c.Metadata()) {
-				if err := c.proposeAsLeader(&electPreferredCommand{}); err != nil {
-					c.logger.Warn("coordinator: preferred leader rebalance", "error", err)
-				}
-			}
-		}
+		rebalance = c.rebalanceStep(rebalance, &lastRebalance, now)
 	}
-}
-
-// preferredElectionNeeded reports whether some partition's preferred replica could lead and does not.
-func preferredElectionNeeded(m *Metadata) bool {
-	live := liveIn(m)
-	for _, t := range m.Topics {
-		for _, p := range t.Partitions {
-			if _, err := preferPreferred(p, live); err == nil {
-				return true
-			}
-		}
-	}
-	return false
 }

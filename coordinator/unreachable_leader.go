@@ -32,11 +32,12 @@ import (
 )
 
 // unreachableReportTTL is how long a follower's report counts; followers repeat theirs while the
-// leader stays silent (every 500 ms).
+// leader stays silent (every 200 ms).
 const unreachableReportTTL = 2 * time.Second
 
 // unreachableSettle is how long a follower must have been reporting a leader before its report
-// moves anything: until its first repeat.
+// moves anything: until its second repeat. The two ends of a cut link report within moments of
+// each other when traffic flows, and up to a fetch wait (500 ms) apart on an idle link.
 const unreachableSettle = 400 * time.Millisecond
 
 // UnreachableReport is a follower's word that it has not heard from a leader.
@@ -145,6 +146,16 @@ func (r unreachableReports) reportedBy(node int32, now time.Time) int {
 		}
 	}
 	return n
+}
+
+// named reports whether a report made at or after since names node, as follower or leader.
+func (r unreachableReports) named(node int32, since time.Time) bool {
+	for key, at := range r {
+		if (key.Leader == node || key.Follower == node) && !at.last.Before(since) {
+			return true
+		}
+	}
+	return false
 }
 
 // credible reports whether report is to be believed: its follower is reported by fewer followers

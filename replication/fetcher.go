@@ -86,8 +86,10 @@ type fetcher struct {
 	lastHeard, lastReport time.Time
 }
 
-// unreachableReportInterval paces the reports of a leader that stays silent.
-const unreachableReportInterval = 500 * time.Millisecond
+// unreachableReportInterval paces the reports of a leader that stays silent. The controller moves
+// leadership once a report has been repeated for a while (coordinator's unreachableSettle, 400 ms),
+// so the pace decides how soon after that while the move comes.
+const unreachableReportInterval = 200 * time.Millisecond
 
 // checkLeaderSilence reports the leader to the controller while it has not answered for
 // FetchMaxWait plus LeaderUnreachableAfter and this broker follows partitions of it.
@@ -102,6 +104,29 @@ func (f *fetcher) checkLeaderSilence(now time.Time) {
 	f.lastReport = now
 	f.logger.Warn("replication: leader silent; reporting it to the controller", "leader", f.leaderID, "silent_for", now.Sub(f.lastHeard).Round(time.Millisecond))
 	go m.reportUnreachable(f.leaderID)
+}
+
+// silenceCheckIn is how long the fetcher may wait before it must look at its leader's silence
+// again: until a report falls due or the oldest request in pending becomes overdue, and at most
+// unreachableReportInterval. Waking exactly then, rather than on the next interval, matters: the
+// report is what moves leadership off a leader nobody can reach, and every millisecond until it
+// is a millisecond without acks.
+func (f *fetcher) silenceCheckIn(now time.Time, pending []inFlightRequest) time.Duration {
+	wait := unreachableReportInterval
+	cfg := f.manager.config
+	if cfg.LeaderUnreachableAfter == 0 {
+		return wait
+	}
+	limit := cfg.FetchMaxWait + cfg.LeaderUnreachableAfter
+	due := f.lastHeard.Add(limit)
+	if next := f.lastReport.Add(unreachableReportInterval); next.After(due) {
+		due = next
+	}
+	wait = min(wait, due.Sub(now))
+	if len(pending) > 0 {
+		wait = min(wait, pending[0].sentAt.Add(limit+time.Millisecond).Sub(now))
+	}
+	return max(wait, time.Millisecond)
 }
 
 func (f *fetcher) poke() {
@@ -229,16 +254,17 @@ func (f *fetcher) serve(c *conn) error {
 		}
 
 		// Paused partitions come back when their pause ends, even while requests are in flight;
-		// a leader that stops answering is noticed within unreachableReportInterval.
+		// a leader that stops answering is noticed the moment its silence passes the limit.
 		var timeout <-chan time.Time
+		silence := f.silenceCheckIn(now, pending)
 		if wait, paused := nextPauseEnd(partitions, now); paused {
-			timeout = time.After(min(wait, unreachableReportInterval))
+			timeout = time.After(min(wait, silence))
 		} else if len(pending) == 0 {
 			timeout = time.After(f.manager.config.RetryBackoff)
 		} else if ackDirty && acksInFlight > 0 && acksInFlight < maxAcksInFlight && len(pending) < maxRequestsInFlight {
-			timeout = time.After(max(time.Until(lastAckSent.Add(ackPipelineAfter)), 0))
+			timeout = time.After(min(max(time.Until(lastAckSent.Add(ackPipelineAfter)), 0), silence))
 		} else {
-			timeout = time.After(unreachableReportInterval)
+			timeout = time.After(silence)
 		}
 		select {
 		case <-f.stop:
