@@ -18,6 +18,7 @@ package coordinator
 // time the move is due. A requested election (ElectLeaders) is not delayed.
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -80,13 +81,7 @@ func (r *pendingRebalance) quiet(m *Metadata, reports unreachableReports) []Topi
 		out = append(out, tp)
 	}
 	slices.SortFunc(out, func(a, b TopicPartition) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Partition - b.Partition)
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
 }
