@@ -86,20 +86,30 @@ func (r *pendingRebalance) quiet(m *Metadata, reports unreachableReports) []Topi
 	return out
 }
 
+// rebalancer is the controller's rebalance in progress, kept by its liveness loop.
+type rebalancer struct {
+	lastNoted time.Time
+	pending   *pendingRebalance // noted, not yet made
+}
+
 // rebalanceStep runs on each liveness tick of the controller: it notes candidates every interval
-// and moves the quiet ones rebalanceQuiet later. It returns the pending rebalance to keep.
-func (c *Coordinator) rebalanceStep(pending *pendingRebalance, lastNoted *time.Time, now time.Time) *pendingRebalance {
+// and moves the quiet ones rebalanceQuiet later.
+func (c *Coordinator) rebalanceStep(r *rebalancer, now time.Time) {
 	interval := c.config.LeaderRebalanceInterval
-	if interval <= 0 {
-		return nil
+	switch {
+	case interval <= 0:
+		return
+	case r.pending == nil:
+		if now.Sub(r.lastNoted) >= interval {
+			r.lastNoted = now
+			r.pending = noteRebalance(c.Metadata(), now)
+		}
+		return
+	case now.Sub(r.pending.at) < rebalanceQuiet:
+		return
 	}
-	if pending == nil && now.Sub(*lastNoted) >= interval {
-		*lastNoted = now
-		return noteRebalance(c.Metadata(), now)
-	}
-	if pending == nil || now.Sub(pending.at) < rebalanceQuiet {
-		return pending
-	}
+	pending := r.pending
+	r.pending = nil
 	c.liveness.mu.Lock()
 	partitions := pending.quiet(c.Metadata(), c.liveness.unreachable)
 	c.liveness.mu.Unlock()
@@ -111,5 +121,4 @@ func (c *Coordinator) rebalanceStep(pending *pendingRebalance, lastNoted *time.T
 			c.logger.Warn("coordinator: preferred leader rebalance", "error", err)
 		}
 	}
-	return nil
 }

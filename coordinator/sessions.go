@@ -192,8 +192,7 @@ func (c *Coordinator) runLiveness() {
 	defer close(c.livenessDone)
 	ticker := time.NewTicker(c.config.BrokerHeartbeatInterval)
 	defer ticker.Stop()
-	lastRebalance := time.Now()
-	var rebalance *pendingRebalance // noted, not yet made (rebalance.go)
+	rebalance := rebalancer{lastNoted: time.Now()} // rebalance.go
 	for {
 		select {
 		case <-c.stop:
@@ -201,7 +200,7 @@ func (c *Coordinator) runLiveness() {
 		case <-ticker.C:
 		}
 		if !c.IsLeader() {
-			rebalance = nil
+			rebalance.pending = nil
 			c.liveness.mu.Lock()
 			c.liveness.lastSeen = nil
 			c.liveness.mu.Unlock()
@@ -259,6 +258,6 @@ func (c *Coordinator) runLiveness() {
 			c.metrics.brokersFenced.Inc()
 			c.metrics.failoverSeconds.UpdateDuration(silentSince[i])
 		}
-		rebalance = c.rebalanceStep(rebalance, &lastRebalance, now)
+		c.rebalanceStep(&rebalance, now)
 	}
 }
