@@ -37,6 +37,10 @@ type Config struct {
 type Cluster struct {
 	config Config
 	Nodes  []*Node // Nodes[i].ID == i+1
+
+	// reserved holds the nodes' ports bound from New until the first StartAll, so that a listener
+	// the caller opens in between on an ephemeral port (a fault proxy) cannot be given one of them.
+	reserved []net.Listener
 }
 
 // Node is one sluiced process slot: its ports and data survive restarts.
@@ -76,27 +80,29 @@ func Build(moduleDir, dir string) (string, error) {
 	return binary, nil
 }
 
-// freePorts reserves n distinct ephemeral ports on 127.0.0.1 and releases them for the caller to
-// bind (the broker sets SO_REUSEADDR; another process could take one in between, which shows as a
-// start failure, not as a silent mix-up).
-func freePorts(n int) ([]int, error) {
+// reservePorts binds n distinct ephemeral ports on 127.0.0.1 and returns the listeners holding
+// them; the caller closes them just before the nodes bind (the broker sets SO_REUSEADDR). Another
+// process could take a port in between, which shows as a start failure, not as a silent mix-up.
+func reservePorts(n int) ([]net.Listener, error) {
 	listeners := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			releasePorts(listeners)
 			return nil, fmt.Errorf("localcluster: reserve a port: %w", err)
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, nil
+	return listeners, nil
 }
+
+func releasePorts(listeners []net.Listener) {
+	for _, l := range listeners {
+		l.Close()
+	}
+}
+
+func port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
 
 // Start starts every node and waits until each serves.
 func Start(cfg Config) (*Cluster, error) {
@@ -111,7 +117,8 @@ func Start(cfg Config) (*Cluster, error) {
 }
 
 // New chooses every node's ports and data directory without starting anything, so that the
-// caller can set per-node addresses, flags and environment before StartAll.
+// caller can set per-node addresses, flags and environment before StartAll. The ports stay bound
+// until StartAll (or Close), so listeners the caller opens meanwhile get other ports.
 func New(cfg Config) (*Cluster, error) {
 	if cfg.Nodes < 1 || cfg.Binary == "" || cfg.Dir == "" {
 		return nil, errors.New("localcluster: config needs Binary, Dir and at least one node")
@@ -119,18 +126,18 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	ports, err := freePorts(3 * cfg.Nodes)
+	reserved, err := reservePorts(3 * cfg.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{config: cfg}
+	c := &Cluster{config: cfg, reserved: reserved}
 	for i := range cfg.Nodes {
 		c.Nodes = append(c.Nodes, &Node{
 			ID:      int32(i + 1),
 			DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node%d", i+1)),
-			Kafka:   fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
-			Raft:    fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
-			HTTP:    fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]),
+			Kafka:   fmt.Sprintf("127.0.0.1:%d", port(reserved[3*i])),
+			Raft:    fmt.Sprintf("127.0.0.1:%d", port(reserved[3*i+1])),
+			HTTP:    fmt.Sprintf("127.0.0.1:%d", port(reserved[3*i+2])),
 			cluster: c,
 		})
 	}
@@ -140,6 +147,8 @@ func New(cfg Config) (*Cluster, error) {
 // StartAll starts every node that does not run and waits until each serves; on failure it kills
 // them all.
 func (c *Cluster) StartAll() error {
+	releasePorts(c.reserved)
+	c.reserved = nil
 	// Voters wait for a majority before serving: start them all, then wait.
 	errs := make(chan error, len(c.Nodes))
 	started := 0
@@ -219,6 +228,8 @@ func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
 
 // Close kills every running node.
 func (c *Cluster) Close() {
+	releasePorts(c.reserved)
+	c.reserved = nil
 	for _, n := range c.Nodes {
 		n.Kill()
 	}

@@ -1,0 +1,33 @@
+package localcluster
+
+import (
+	"net"
+	"testing"
+)
+
+// The chaos suite opens its fault proxies on ephemeral ports between New and StartAll. A node
+// port released before that could be handed to a proxy, and the node then failed to bind it (CI,
+// TestChaosShortFixedSeed: node 1's Kafka port was its own Raft proxy's).
+func TestNewHoldsThePortsUntilStartAll(t *testing.T) {
+	c, err := New(Config{Binary: "unused", Dir: t.TempDir(), Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range c.Nodes {
+		for _, address := range []string{n.Kafka, n.Raft, n.HTTP} {
+			if l, err := net.Listen("tcp", address); err == nil {
+				l.Close()
+				t.Fatalf("node %d port %s could be bound by another listener before StartAll", n.ID, address)
+			}
+		}
+	}
+	c.Close()
+	for _, n := range c.Nodes {
+		l, err := net.Listen("tcp", n.Kafka)
+		if err != nil {
+			t.Fatalf("node %d port %s still held after Close: %v", n.ID, n.Kafka, err)
+		}
+		l.Close()
+	}
+}
