@@ -143,3 +143,76 @@ func TestShrinkRefusedWhileReportersWouldTakeOver(t *testing.T) {
 		t.Fatalf("dropping a follower that more nodes report than it reports: %v", err)
 	}
 }
+
+// TestSettleSkippedForALeaderThatMissedHeartbeats: reports of a leader that still heartbeats move
+// nothing until they settle (its replication links may be what is cut, and its own reports may
+// be on their way); reports of a leader that has missed its heartbeats too, or of the controller
+// this one took over from, move leadership at once. Chaos run seed 1796238540443560554: the
+// paused controller led four partitions, and the 400 ms settle was pure wait.
+func TestSettleSkippedForALeaderThatMissedHeartbeats(t *testing.T) {
+	config := testConfig(t.TempDir())
+	config.BrokerSessionTimeout = time.Hour // no fencing: only the reports may move leadership
+	c := openTest(t, config)
+	ctx := testContext(t)
+	for id := int32(1); id <= 3; id++ {
+		if err := c.RegisterBroker(ctx, Broker{NodeID: id, Host: "127.0.0.1", Port: 9090 + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCreate(t, c, "silent", 3, 3, nil)
+	partitions := c.Metadata().Topics["silent"].Partitions
+	i := slices.IndexFunc(partitions, func(p Partition) bool { return p.Leader != config.NodeID })
+	if i < 0 {
+		t.Fatalf("the controller leads every partition: %+v", partitions)
+	}
+	leader := partitions[i].Leader
+	others := withoutMember(partitions[i].ISR, leader)
+	lastHeard := func(at time.Time) {
+		for {
+			c.liveness.mu.Lock()
+			started := c.liveness.lastSeen != nil
+			if started {
+				c.liveness.lastSeen[leader] = at
+				c.liveness.unreachable = nil
+			}
+			c.liveness.mu.Unlock()
+			if started {
+				return
+			}
+			select { // the liveness loop starts the sessions on its first tick
+			case <-ctx.Done():
+				t.Fatal("the controller never started its broker sessions")
+			case <-time.After(config.BrokerHeartbeatInterval / 4):
+			}
+		}
+	}
+	reportAll := func() int32 {
+		for _, f := range others {
+			if _, err := c.unreachableLeaderReported(ctx, UnreachableReport{Follower: f, Leader: leader}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c.Metadata().Topics["silent"].Partitions[i].Leader
+	}
+
+	lastHeard(time.Now().Add(time.Hour)) // heartbeating throughout the test
+	if got := reportAll(); got != leader {
+		t.Fatalf("first reports of a heartbeating leader moved leadership to %d", got)
+	}
+	lastHeard(time.Now().Add(-3 * config.BrokerHeartbeatInterval))
+	if got := reportAll(); !slices.Contains(others, got) {
+		t.Fatalf("reports of a leader that missed its heartbeats: leader %d, want one of %v", got, others)
+	}
+
+	c.liveness.mu.Lock()
+	defer c.liveness.mu.Unlock()
+	takeover := c.liveness.takeover
+	c.liveness.lastSeen[leader] = takeover
+	c.liveness.deposed = leader
+	if !c.heartbeatsMissed(leader, takeover.Add(time.Millisecond)) {
+		t.Fatal("the deposed controller, unheard since the takeover, counts as heartbeating")
+	}
+	if c.heartbeatsMissed(config.NodeID, time.Now().Add(time.Hour)) {
+		t.Fatal("the controller counts itself as missing heartbeats")
+	}
+}
