@@ -32,9 +32,10 @@ func newClient(bootstrap []string, id int32, opts ...kgo.Opt) (*kgo.Client, erro
 		kgo.RequestTimeoutOverhead(time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		// kgo retries a request that timed out on the same broker, without asking for metadata,
-		// until a later refresh names the new leader: refreshing every second bounds that wait
-		// (the default is 5 minutes).
-		kgo.MetadataMaxAge(time.Second),
+		// until a later refresh names the new leader; a retry to a paused broker costs another
+		// request deadline. Refreshing every 500 ms makes a leader that moved within the first
+		// deadline known before it passes (the default is 5 minutes).
+		kgo.MetadataMaxAge(500 * time.Millisecond),
 	}
 	client, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
