@@ -39,7 +39,9 @@
 //   - Only the active segment is written. Rolling fsyncs and trims the old segment and its indexes
 //     (it is sealed) before the new segment takes appends, so every segment but the last is durable
 //     whole.
-//   - The flushed offset is advanced only after fdatasync of every byte below it returned.
+//   - The flushed offset is advanced only after fdatasync of every byte below it returned. The
+//     writeback the log starts under FlushByOS (Config.WritebackBytes, sync_file_range) moves
+//     nothing: it only keeps dirty pages from piling up.
 //   - Recovery never discards a byte below the durable point, and never deletes a segment.
 //
 // Recovery: each segment has a durable point below which every byte was fsynced: the file end for a

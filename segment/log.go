@@ -48,6 +48,9 @@ type Log struct {
 	diskFull, readCorrupt rateLimitedLine
 
 	flush flusher
+	// unwrittenBytes counts appends since the last writeback request (log_writeback.go); under
+	// appendMu.
+	unwrittenBytes int64
 }
 
 // logView is the log's segment list and start offset, published as one immutable value so that a
@@ -144,6 +147,7 @@ func (l *Log) Append(raw []byte, leaderEpoch int32) (AppendResult, error) {
 	if cfg.Flush == FlushOnAppend {
 		l.flush.poke()
 	}
+	l.noteAppended(int64(len(raw)), cfg)
 	return result, nil
 }
 

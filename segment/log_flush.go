@@ -18,6 +18,9 @@ type flusher struct {
 	done chan struct{}
 	// reconfigured tells the loop to re-read the policy (interval changes).
 	reconfigured chan struct{}
+	// writeback (capacity 1) asks for a writeback of what was appended since the last
+	// (log_writeback.go).
+	writeback chan struct{}
 	// yield is runtime.Gosched, run before each flush under Config.FlushYield; tests count it.
 	yield    func()
 	stopOnce sync.Once
@@ -32,6 +35,9 @@ type flusher struct {
 		waiters        []flushWaiter
 		err            error
 		lastCheckpoint time.Time
+		// writtenBack is where the last writeback, or the last fsync, ended (log_writeback.go).
+		writtenBack     writebackMark
+		writebackFailed bool // logged once
 	}
 }
 
@@ -46,6 +52,7 @@ func (f *flusher) start(l *Log, flushed int64) {
 	f.quit = make(chan struct{})
 	f.done = make(chan struct{})
 	f.reconfigured = make(chan struct{}, 1)
+	f.writeback = make(chan struct{}, 1)
 	f.yield = runtime.Gosched
 	f.mu.flushed = flushed
 	go f.run()
@@ -60,12 +67,14 @@ func (f *flusher) run() {
 			timer = time.NewTimer(cfg.FlushInterval)
 			tick = timer.C
 		}
-		flush := true
+		flush, writeback := true, false
 		select {
 		case <-f.quit:
 			flush = false
 		case <-f.reconfigured:
 			flush = false
+		case <-f.writeback:
+			flush, writeback = false, true
 		case <-f.wake:
 		case <-tick:
 		}
@@ -79,6 +88,9 @@ func (f *flusher) run() {
 		}
 		if flush {
 			f.flushOnce()
+		}
+		if writeback {
+			f.writebackOnce()
 		}
 	}
 }
@@ -138,6 +150,9 @@ func (f *flusher) flushOnce() {
 	if observe := l.config.Load().ObserveFsync; observe != nil {
 		observe(time.Since(started))
 	}
+	f.mu.Lock()
+	f.mu.writtenBack = writebackMark{active, position} // nothing dirty below it
+	f.mu.Unlock()
 	if !f.advanceSince(truncations, next) {
 		return // the recovery point it would write may lie beyond the truncated end
 	}
