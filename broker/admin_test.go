@@ -5,6 +5,7 @@ package broker
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -255,9 +256,15 @@ func TestDeleteTopics(t *testing.T) {
 		if result := c.fetchPartition(fetchRequest(12, name, 0, 0, 1<<20)); result.ErrorCode != protocol.UnknownTopicOrPartition.Code {
 			t.Fatalf("fetch from deleted %q: error %d, want 3", name, result.ErrorCode)
 		}
-		if _, err := os.Stat(b.registry.partitionDir(name, 0)); !os.IsNotExist(err) {
+		dir := b.registry.partitionDir(name, 0)
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Fatalf("log directory of deleted %q: %v", name, err)
 		}
+		// The files go in the background, after the directory was moved aside.
+		await(t, "the deleted log's files to be removed", func() bool {
+			aside, err := filepath.Glob(dir + ".deleted-*")
+			return err == nil && len(aside) == 0 && b.registry.trash.Pending() == 0
+		})
 	}
 	recreated := func(t *testing.T, name string) {
 		c := c.in(t)

@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-mq/sluice/netpoll"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
+	"github.com/sluice-mq/sluice/trash"
 )
 
 // Broker is one sluice node serving the Kafka protocol.
@@ -138,6 +139,15 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if b.coordinator, err = coordinator.Open(ctx, coordCfg); err != nil {
 		b.replicas.Close()
 		return nil, fmt.Errorf("broker: open metadata: %w", err)
+	}
+	// Deleted partitions' files are removed in the background (what an earlier run left included),
+	// before the first metadata is applied so that the sweep sees only directories moved aside.
+	if b.registry.trash, err = trash.New(trash.DefaultConfig(), logger.With("component", "trash")); err != nil {
+		b.replicas.Close()
+		return nil, errors.Join(err, b.coordinator.Close())
+	}
+	if err := b.registry.trash.Sweep(b.registry.dir); err != nil {
+		logger.Error("deleted partitions left by an earlier run stay on disk", "err", err)
 	}
 	b.shares.start()
 	b.consumerGroups.start()

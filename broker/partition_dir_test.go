@@ -138,3 +138,28 @@ func TestPreparePartitionDir(t *testing.T) {
 		write(filepath.Join(dir, "data.log"), "theirs")
 	})
 }
+
+// TestStartRemovesWhatAnEarlierRunLeftToDelete: a partition directory moved aside for removal by a
+// run that stopped before it was removed is removed by the next start; other directories stay.
+func TestStartRemovesWhatAnEarlierRunLeftToDelete(t *testing.T) {
+	dataDir := t.TempDir()
+	topics := filepath.Join(dataDir, "topics")
+	leftover := filepath.Join(topics, "old-0.deleted-20261203T060000.000000000Z")
+	orphan := filepath.Join(topics, "old-1.orphaned-20261203T060000.000000000Z")
+	for _, dir := range []string{leftover, orphan} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), make([]byte, 3<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startBrokerWith(t, testConfig(t, dataDir))
+	await(t, "the leftover to be removed", func() bool {
+		_, err := os.Stat(leftover)
+		return os.IsNotExist(err) && b.registry.trash.Pending() == 0
+	})
+	if _, err := os.Stat(filepath.Join(orphan, "00000000000000000000.log")); err != nil {
+		t.Fatalf("an orphaned directory was touched: %v", err)
+	}
+}

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -87,7 +86,7 @@ func (r *registry) applyMetadata(old, latest *coordinator.Metadata) {
 	defer r.offline.applyMu.Unlock()
 	r.offline.latest = latest
 	r.apply(old, latest)
-	r.offline.forgetDeleted(latest, r.partitionDir)
+	r.offline.forgetDeleted(latest, r.partitionDir, r.discard)
 }
 
 // retryOffline applies the latest metadata again, which reopens every offline partition that is due.
@@ -209,7 +208,7 @@ func (o *offlinePartitions) online(key partitionKey, topicID [16]byte) {
 // forgetDeleted drops the partitions of topics that no longer exist (or exist under another id),
 // and removes their directories if they hold that deleted topic's id: deleting a topic deletes its
 // data, whether or not its log ever opened.
-func (o *offlinePartitions) forgetDeleted(latest *coordinator.Metadata, dirOf func(string, int32) string) {
+func (o *offlinePartitions) forgetDeleted(latest *coordinator.Metadata, dirOf func(string, int32) string, remove func(dir string) error) {
 	o.mu.Lock()
 	var gone []partitionKey
 	var ids [][16]byte
@@ -224,7 +223,7 @@ func (o *offlinePartitions) forgetDeleted(latest *coordinator.Metadata, dirOf fu
 	for i, key := range gone {
 		dir := dirOf(key.topic, key.index)
 		if stored, err := readTopicID(dir); err == nil && stored == ids[i] {
-			if err := os.RemoveAll(dir); err != nil {
+			if err := remove(dir); err != nil {
 				o.logger.Error("delete offline partition dir", "dir", dir, "err", err)
 			}
 		}

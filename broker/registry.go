@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluice-mq/sluice/coordinator"
 	"github.com/sluice-mq/sluice/protocol"
 	"github.com/sluice-mq/sluice/replication"
 	"github.com/sluice-mq/sluice/segment"
+	"github.com/sluice-mq/sluice/trash"
 )
 
 // registry maps topics to the partitions this broker serves. It follows the coordinator's metadata:
@@ -31,6 +34,9 @@ type registry struct {
 	// replicas runs follower fetches and ISR checks; replication its settings.
 	replicas    *replication.Manager
 	replication replication.Config
+	// trash removes deleted partitions' directories in the background (nil in tests of the
+	// registry alone: removed at once).
+	trash *trash.Bin
 	// incarnation identifies this run of the broker (coordinator.Broker.Incarnation); set before
 	// the first metadata is applied. Empty: no registration gate (tests of the registry alone).
 	incarnation string
@@ -115,7 +121,7 @@ func (r *registry) apply(old, latest *coordinator.Metadata) {
 			r.replicas.Forget(p.replica)
 			p.replica.Stop()
 			p.appended()
-			if err := p.log.Delete(); err != nil {
+			if err := p.log.Delete(r.discard); err != nil {
 				r.logger.Error("delete partition log", "topic", p.topic, "partition", p.index, "err", err)
 			}
 		}
@@ -209,9 +215,21 @@ func (r *registry) forEach(fn func(*partition)) {
 	}
 }
 
-// closeAll closes every log cleanly.
+// discard removes a deleted partition's directory: its name is free on return, its files are
+// removed in the background.
+func (r *registry) discard(dir string) error {
+	if r.trash == nil {
+		return os.RemoveAll(dir)
+	}
+	return r.trash.Discard(dir, time.Now())
+}
+
+// closeAll closes every log cleanly and stops the background removal.
 func (r *registry) closeAll() {
 	r.offline.close()
+	if r.trash != nil {
+		defer r.trash.Close()
+	}
 	r.forEach(func(p *partition) {
 		r.replicas.Forget(p.replica)
 		p.replica.Stop()

@@ -310,8 +310,14 @@ func (l *Log) Close() error {
 	return errors.Join(errs...)
 }
 
-// Delete closes the log and removes its directory.
-func (l *Log) Delete() error {
+// Delete closes the log, failing its flush waiters, and removes its directory with remove
+// (os.RemoveAll when nil). The broker passes its trash bin's Discard (package trash), which frees the
+// directory's name at once and removes the files in the background: removing gigabytes at once
+// stalls every fsync on the filesystem.
+func (l *Log) Delete(remove func(dir string) error) error {
+	if remove == nil {
+		remove = os.RemoveAll
+	}
 	l.flush.stop()
 	l.appendMu.Lock()
 	l.closed.Store(true)
@@ -324,7 +330,7 @@ func (l *Log) Delete() error {
 	l.retired = nil
 	l.appendMu.Unlock()
 	l.flush.failWaiters(fmt.Errorf("%w: %s deleted", ErrClosed, l.dir))
-	if err := os.RemoveAll(l.dir); err != nil {
+	if err := remove(l.dir); err != nil {
 		return fmt.Errorf("segment: delete %s: %w", l.dir, err)
 	}
 	return nil

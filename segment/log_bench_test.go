@@ -80,7 +80,7 @@ func BenchmarkAppend(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if l.activeSegment().size()+int64(len(raw)) > cfg.SegmentBytes {
 					b.StopTimer()
-					l.Delete()
+					l.Delete(nil)
 					l = open()
 					b.StartTimer()
 				}
@@ -89,7 +89,7 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			l.Delete()
+			l.Delete(nil)
 		})
 	}
 }
@@ -113,7 +113,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer l.Delete()
+			defer l.Delete(nil)
 			raw := benchBatch(b, size)
 			var next atomic.Int64
 			var wg sync.WaitGroup
@@ -200,7 +200,7 @@ func benchReadLog(b *testing.B) (*Log, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { l.Delete() })
+	b.Cleanup(func() { l.Delete(nil) })
 	raw := benchBatch(b, 1<<10)
 	for l.Size() < 64<<20 {
 		if _, err := l.Append(raw, 0); err != nil {
