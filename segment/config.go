@@ -69,8 +69,8 @@ type Config struct {
 	// process it delays the fsync (a broker at 375,000 msg/s: 0.5 ms at p90, 7 ms at p99), and
 	// when the appenders are remote (a broker's producers and followers) it lets none of them in.
 	FlushYield bool
-	// WritebackBytes: under FlushByOS, each time this many bytes have been appended the log asks
-	// the kernel to start writing them to disk (sync_file_range, no wait, nothing made durable), so
+	// WritebackBytes: under FlushByOS, each time this many bytes have been appended the log's
+	// flusher goroutine writes them to disk and waits (sync_file_range, nothing made durable), so
 	// that dirty pages do not pile up into one burst of writeback that stalls appends
 	// (log_writeback.go). 0 leaves writeback to the kernel alone.
 	WritebackBytes int64

@@ -40,7 +40,7 @@
 //     (it is sealed) before the new segment takes appends, so every segment but the last is durable
 //     whole.
 //   - The flushed offset is advanced only after fdatasync of every byte below it returned. The
-//     writeback the log starts under FlushByOS (Config.WritebackBytes, sync_file_range) moves
+//     writeback the log does under FlushByOS (Config.WritebackBytes, sync_file_range) moves
 //     nothing: it only keeps dirty pages from piling up.
 //   - Recovery never discards a byte below the durable point, and never deletes a segment.
 //
