@@ -31,11 +31,12 @@ func BenchmarkClusterFailover(b *testing.B) {
 	createReplicatedTopic(b, admin, topic, nodes, 3, map[string]string{"min.insync.replicas": "2"})
 	awaitFullISR(b, admin, topic, 60*time.Second)
 	acks := &ackLog{}
+	producerLog := &recentLog{} // the producer's own log, reported when a kill finds no leader acking
 	var target atomic.Int32 // the partition the producer writes to
 	producer := clusterClient(b, c, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(acks),
 		kgo.ProduceRequestTimeout(3*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
-		kgo.MetadataMinAge(50*time.Millisecond))
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.WithLogger(producerLog))
 
 	// One record in flight at a time, so that an acknowledgement's time is close to when the
 	// new leader could first take it.
@@ -43,11 +44,13 @@ func BenchmarkClusterFailover(b *testing.B) {
 	defer cancel()
 	var lastError atomic.Value // the producer's last error, for a failure report
 	lastError.Store("none")
+	var sending atomic.Value // the record being sent, for a failure report
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
 			partition := target.Load()
+			sending.Store(fmt.Sprintf("partition %d since %s", partition, time.Now().Format("15:04:05.000")))
 			if err := producer.ProduceSync(ctx, &kgo.Record{Partition: partition, Value: []byte("tick")}).FirstErr(); err != nil {
 				lastError.Store(fmt.Sprintf("partition %d at %s: %v", partition, time.Now().Format("15:04:05.000"), err))
 			}
@@ -65,8 +68,9 @@ func BenchmarkClusterFailover(b *testing.B) {
 				break
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("kill %d: no acknowledgement by leader %d of partition %d within 30s; the producer's last error: %v",
-					i+1, victim, partition, lastError.Load())
+				parts, _ := describeTopic(admin, topic)
+				b.Fatalf("kill %d: no acknowledgement by leader %d of partition %d within 30s; the producer's last error: %v; sending %v; partitions %+v; the producer's last log lines:\n%s",
+					i+1, victim, partition, lastError.Load(), sending.Load(), parts, producerLog.String())
 			}
 			time.Sleep(50 * time.Millisecond) // polling, as eventually does
 		}
@@ -230,4 +234,29 @@ func awaitFullISRReporting(b *testing.B, client *kgo.Client, topic string, kill 
 		}
 		<-poll.C
 	}
+}
+
+// recentLog keeps a kgo client's last log lines (a kgo.Logger), for failure reports.
+type recentLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *recentLog) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (l *recentLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	line := fmt.Sprintf("%s %s %s %v", time.Now().Format("15:04:05.000"), level, msg, keyvals)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	const keep = 200
+	if len(l.lines) == keep {
+		l.lines = append(l.lines[:0], l.lines[1:]...)
+	}
+	l.lines = append(l.lines, line)
+}
+
+func (l *recentLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
