@@ -65,3 +65,32 @@ func TestShareSessionReopenedReleasesRecords(t *testing.T) {
 		t.Fatalf("a new session acquired %+v, want offsets 0-9 again, delivered a second time", again)
 	}
 }
+
+// TestClosingBrokerAcquiresNothing: once the broker is closing, a ShareFetch acquires no records.
+// The sessions of connections closed during shutdown release what they held; a fetch on a
+// connection not closed yet would acquire it only to lose it with its own connection, counting a
+// delivery each time (records reached the delivery limit within 70 ms of a restart).
+func TestClosingBrokerAcquiresNothing(t *testing.T) {
+	b := startBroker(t, nil)
+	client := franzClient(t, b)
+	franzCreateTopic(t, client, "jobs", 1)
+	setGroupConfigs(t, client, "workers", map[string]string{"share.auto.offset.reset": "earliest"})
+	produceNumbered(t, b, "jobs", 10)
+	join := kmsg.NewPtrShareGroupHeartbeatRequest()
+	join.GroupID, join.MemberEpoch, join.SubscribedTopicNames = "workers", 0, []string{"jobs"}
+	joined, err := join.RequestWith(groupTestContext(t), client)
+	if err != nil || joined.ErrorCode != 0 || joined.MemberID == nil {
+		t.Fatalf("share group heartbeat: %v %+v", err, joined)
+	}
+	topicID := b.coordinator.Metadata().Topics["jobs"].ID
+
+	b.closing.Store(true) // what Close sets before it closes the connections
+	if acquired := shareFetchAt(t, client, topicID, *joined.MemberID, 0); len(acquired) != 0 {
+		t.Fatalf("a closing broker handed out %+v", acquired)
+	}
+	b.closing.Store(false) // the test's own Close sets it again
+	acquired := shareFetchAt(t, client, topicID, *joined.MemberID, 0)
+	if len(acquired) != 1 || acquired[0].FirstOffset != 0 || acquired[0].LastOffset != 9 || acquired[0].DeliveryCount != 1 {
+		t.Fatalf("after the closing fetch: acquired %+v, want offsets 0-9 delivered once", acquired)
+	}
+}
