@@ -15,9 +15,20 @@ import (
 // to the first remaining segment. It also closes segments retired long enough ago.
 func (l *Log) ApplyRetention() (deleted int, err error) {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	deleted, due, err := l.applyRetentionLocked()
+	l.appendMu.Unlock()
+	// Outside the lock: freeing a gigabyte segment's blocks takes seconds when done gently.
+	for _, s := range due {
+		err = errors.Join(err, s.shrinkAndClose())
+	}
+	return deleted, err
+}
+
+// applyRetentionLocked retires the segments retention deletes and takes the retired segments that
+// are due to close.
+func (l *Log) applyRetentionLocked() (deleted int, due []*segment, err error) {
 	if l.closed.Load() {
-		return 0, fmt.Errorf("%w: %s", ErrClosed, l.dir)
+		return 0, nil, fmt.Errorf("%w: %s", ErrClosed, l.dir)
 	}
 	cfg := l.config.Load()
 	now := cfg.now()
@@ -44,14 +55,30 @@ func (l *Log) ApplyRetention() (deleted int, err error) {
 			errs = append(errs, l.retireLocked(s))
 		}
 	}
-	errs = append(errs, l.closeRetiredLocked(false))
-	return deleted, errors.Join(errs...)
+	return deleted, l.takeDueRetiredLocked(), errors.Join(errs...)
 }
 
 // retireLocked unlinks a segment that left the list and schedules its descriptors to close.
 func (l *Log) retireLocked(s *segment) error {
 	l.retired = append(l.retired, retiredSegment{segment: s, at: l.config.Load().now()})
 	return s.unlink()
+}
+
+// takeDueRetiredLocked removes from the retired list the segments retired at least
+// Config.FileDeleteDelay ago and returns them, for the caller to close.
+func (l *Log) takeDueRetiredLocked() []*segment {
+	cfg := l.config.Load()
+	kept := l.retired[:0]
+	var due []*segment
+	for _, r := range l.retired {
+		if cfg.now().Sub(r.at) >= cfg.FileDeleteDelay {
+			due = append(due, r.segment)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	l.retired = kept
+	return due
 }
 
 func (l *Log) closeRetiredLocked(all bool) error {

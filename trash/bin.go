@@ -202,29 +202,40 @@ func (b *Bin) shrink(path string) (int64, error) {
 		return 0, fmt.Errorf("trash: open %s: %w", path, err)
 	}
 	defer file.Close()
+	freed, err := Shrink(file, b.config, b.stop)
+	if err != nil {
+		return freed, err
+	}
+	if err := os.Remove(path); err != nil {
+		return freed, fmt.Errorf("trash: remove %s: %w", path, err)
+	}
+	return freed, nil
+}
+
+// Shrink truncates an open file down to its last config.Step bytes, a step at a time and
+// config.Pause apart, so that closing or unlinking it afterwards frees little at once. It returns
+// the bytes it freed; closing stop ends it between two steps. The caller closes the file.
+func Shrink(file *os.File, config Config, stop <-chan struct{}) (int64, error) {
 	info, err := file.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("trash: stat %s: %w", path, err)
+		return 0, fmt.Errorf("trash: stat %s: %w", file.Name(), err)
 	}
 	// Segment files are preallocated with fallocate's default mode, which moves the size along,
 	// so the size covers every block the file holds.
 	size := info.Size()
 	pause := time.NewTimer(0)
 	defer pause.Stop()
-	for remaining := size; remaining > b.config.Step; {
-		remaining -= b.config.Step
+	for remaining := size; remaining > config.Step; {
+		remaining -= config.Step
 		if err := file.Truncate(remaining); err != nil {
-			return size - remaining, fmt.Errorf("trash: truncate %s: %w", path, err)
+			return size - remaining, fmt.Errorf("trash: truncate %s: %w", file.Name(), err)
 		}
-		pause.Reset(b.config.Pause)
+		pause.Reset(config.Pause)
 		select {
-		case <-b.stop:
+		case <-stop:
 			return size - remaining, errStopped
 		case <-pause.C:
 		}
-	}
-	if err := os.Remove(path); err != nil {
-		return size, fmt.Errorf("trash: remove %s: %w", path, err)
 	}
 	return size, nil
 }

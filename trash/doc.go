@@ -8,6 +8,9 @@
 // shrinks each file in steps (Config.Step bytes, Config.Pause apart) before unlinking it, one file
 // at a time: the same 3 GiB in 1 MiB steps stalled other fdatasyncs by at most 24 ms.
 //
+// Shrink does the same to one open file; segment retention uses it on a retired segment's data
+// file before the last close of that unlinked file would free its blocks at once.
+//
 // Invariants:
 //   - Discard returns only once the directory has left its name: it is renamed to
 //     <dir>.deleted-<UTC time> and the parent directory fsynced, so whatever is created under the old
