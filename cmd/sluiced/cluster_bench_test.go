@@ -32,7 +32,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 	awaitFullISR(b, admin, topic, 60*time.Second)
 	acks := &ackLog{}
 	producerLog := &recentLog{} // the producer's own log, reported when a kill finds no leader acking
-	var target atomic.Int32 // the partition the producer writes to
+	var target atomic.Int32     // the partition the producer writes to
 	producer := clusterClient(b, c, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(acks),
 		kgo.ProduceRequestTimeout(3*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
