@@ -36,18 +36,15 @@ func shareFetchAt(t *testing.T, client *kgo.Client, topicID [16]byte, member str
 	return acquired
 }
 
-// TestShareSessionReopenedReleasesRecords: a member that opens a new share session (epoch 0) while
-// its old one holds records gets them back at once, delivered a second time, instead of finding
-// them locked to the session its client has dropped until the locks run out (30 s). franz-go
-// resets its session after an error and drops what an answer in flight had acquired; under load
-// in the 20-worker acceptance test this held a whole in-flight window for 30 s.
-func TestShareSessionReopenedReleasesRecords(t *testing.T) {
+// startShareMember starts a broker with topic "jobs" (one partition, records 0-9) and a member of
+// share group "workers" reading from the earliest offset.
+func startShareMember(t *testing.T) (*Broker, *kgo.Client, string, [16]byte) {
+	t.Helper()
 	b := startBroker(t, nil)
 	client := franzClient(t, b)
 	franzCreateTopic(t, client, "jobs", 1)
 	setGroupConfigs(t, client, "workers", map[string]string{"share.auto.offset.reset": "earliest"})
 	produceNumbered(t, b, "jobs", 10)
-
 	join := kmsg.NewPtrShareGroupHeartbeatRequest()
 	join.GroupID, join.MemberEpoch, join.SubscribedTopicNames = "workers", 0, []string{"jobs"}
 	joined, err := join.RequestWith(groupTestContext(t), client)
@@ -55,12 +52,22 @@ func TestShareSessionReopenedReleasesRecords(t *testing.T) {
 		t.Fatalf("share group heartbeat: %v %+v", err, joined)
 	}
 	topicID := b.coordinator.Metadata().Topics["jobs"].ID
+	return b, client, *joined.MemberID, topicID
+}
 
-	first := shareFetchAt(t, client, topicID, *joined.MemberID, 0)
+// TestShareSessionReopenedReleasesRecords: a member that opens a new share session (epoch 0) while
+// its old one holds records gets them back at once, delivered a second time, instead of finding
+// them locked to the session its client has dropped until the locks run out (30 s). franz-go
+// resets its session after an error and drops what an answer in flight had acquired; under load
+// in the 20-worker acceptance test this held a whole in-flight window for 30 s.
+func TestShareSessionReopenedReleasesRecords(t *testing.T) {
+	_, client, member, topicID := startShareMember(t)
+
+	first := shareFetchAt(t, client, topicID, member, 0)
 	if len(first) != 1 || first[0].FirstOffset != 0 || first[0].LastOffset != 9 || first[0].DeliveryCount != 1 {
 		t.Fatalf("first session acquired %+v, want offsets 0-9 delivered once", first)
 	}
-	again := shareFetchAt(t, client, topicID, *joined.MemberID, 0)
+	again := shareFetchAt(t, client, topicID, member, 0)
 	if len(again) != 1 || again[0].FirstOffset != 0 || again[0].LastOffset != 9 || again[0].DeliveryCount != 2 {
 		t.Fatalf("a new session acquired %+v, want offsets 0-9 again, delivered a second time", again)
 	}
@@ -71,25 +78,14 @@ func TestShareSessionReopenedReleasesRecords(t *testing.T) {
 // connection not closed yet would acquire it only to lose it with its own connection, counting a
 // delivery each time (records reached the delivery limit within 70 ms of a restart).
 func TestClosingBrokerAcquiresNothing(t *testing.T) {
-	b := startBroker(t, nil)
-	client := franzClient(t, b)
-	franzCreateTopic(t, client, "jobs", 1)
-	setGroupConfigs(t, client, "workers", map[string]string{"share.auto.offset.reset": "earliest"})
-	produceNumbered(t, b, "jobs", 10)
-	join := kmsg.NewPtrShareGroupHeartbeatRequest()
-	join.GroupID, join.MemberEpoch, join.SubscribedTopicNames = "workers", 0, []string{"jobs"}
-	joined, err := join.RequestWith(groupTestContext(t), client)
-	if err != nil || joined.ErrorCode != 0 || joined.MemberID == nil {
-		t.Fatalf("share group heartbeat: %v %+v", err, joined)
-	}
-	topicID := b.coordinator.Metadata().Topics["jobs"].ID
+	b, client, member, topicID := startShareMember(t)
 
 	b.closing.Store(true) // what Close sets before it closes the connections
-	if acquired := shareFetchAt(t, client, topicID, *joined.MemberID, 0); len(acquired) != 0 {
+	if acquired := shareFetchAt(t, client, topicID, member, 0); len(acquired) != 0 {
 		t.Fatalf("a closing broker handed out %+v", acquired)
 	}
 	b.closing.Store(false) // the test's own Close sets it again
-	acquired := shareFetchAt(t, client, topicID, *joined.MemberID, 0)
+	acquired := shareFetchAt(t, client, topicID, member, 0)
 	if len(acquired) != 1 || acquired[0].FirstOffset != 0 || acquired[0].LastOffset != 9 || acquired[0].DeliveryCount != 1 {
 		t.Fatalf("after the closing fetch: acquired %+v, want offsets 0-9 delivered once", acquired)
 	}
