@@ -128,7 +128,7 @@ func createCleaned(dir string, base int64, cfg *Config) (*segment, error) {
 		return nil, err
 	}
 	var err error
-	if s.file, err = os.OpenFile(s.dataPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+	if s.file, err = openDataFile(s.dataPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC); err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", s.dataPath, err)
 	}
 	if s.offsets, err = index.OpenOffsetIndex(segmentName(dir, base, offsetSuffix)+cleanedSuffix, base, cfg.MaxIndexEntries); err != nil {

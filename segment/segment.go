@@ -150,12 +150,25 @@ func parseSegmentName(name string) (int64, bool) {
 	return base, true
 }
 
+// openDataFile opens a segment's data file with O_NOATIME where the kernel allows it (the broker
+// owns its files). Without it every read of a file written since its last access (relatime: each
+// fetch of the active segment) updates the access time, which on ext4 is a journal handle: when a
+// journal commit is slow, a fetch served on the network event loop (sendfile, pread) waits for it,
+// and every connection of that loop with it.
+func openDataFile(path string, flag int) (*os.File, error) {
+	file, err := os.OpenFile(path, flag|unix.O_NOATIME, 0o644)
+	if errors.Is(err, unix.EPERM) {
+		file, err = os.OpenFile(path, flag, 0o644) // a file another user owns
+	}
+	return file, err
+}
+
 // openSegment opens (creating when absent) the files of the segment at baseOffset. It does not
 // establish size and nextOffset: the caller recovers or loads them.
 func openSegment(dir string, baseOffset int64, cfg *Config) (*segment, error) {
 	s := &segment{baseOffset: baseOffset, dataPath: segmentName(dir, baseOffset, dataSuffix)}
 	var err error
-	if s.file, err = os.OpenFile(s.dataPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if s.file, err = openDataFile(s.dataPath, os.O_RDWR|os.O_CREATE); err != nil {
 		return nil, fmt.Errorf("segment: open %s: %w", s.dataPath, err)
 	}
 	if s.offsets, err = index.OpenOffsetIndex(segmentName(dir, baseOffset, offsetSuffix), baseOffset, cfg.MaxIndexEntries); err != nil {
