@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -34,8 +33,8 @@ type registry struct {
 	// replicas runs follower fetches and ISR checks; replication its settings.
 	replicas    *replication.Manager
 	replication replication.Config
-	// trash removes deleted partitions' directories in the background (nil in tests of the
-	// registry alone: removed at once).
+	// trash removes deleted partitions' directories in the background. Start sets it before the
+	// first metadata is applied; closeAll, which stops it, runs only after.
 	trash *trash.Bin
 	// incarnation identifies this run of the broker (coordinator.Broker.Incarnation); set before
 	// the first metadata is applied. Empty: no registration gate (tests of the registry alone).
@@ -217,19 +216,12 @@ func (r *registry) forEach(fn func(*partition)) {
 
 // discard removes a deleted partition's directory: its name is free on return, its files are
 // removed in the background.
-func (r *registry) discard(dir string) error {
-	if r.trash == nil {
-		return os.RemoveAll(dir)
-	}
-	return r.trash.Discard(dir, time.Now())
-}
+func (r *registry) discard(dir string) error { return r.trash.Discard(dir, time.Now()) }
 
 // closeAll closes every log cleanly and stops the background removal.
 func (r *registry) closeAll() {
 	r.offline.close()
-	if r.trash != nil {
-		defer r.trash.Close()
-	}
+	defer r.trash.Close()
 	r.forEach(func(p *partition) {
 		r.replicas.Forget(p.replica)
 		p.replica.Stop()
