@@ -144,7 +144,9 @@ func defaultProducerConfig() producerConfig {
 func WithAcks(acks Acks) ProducerOption { return func(c *producerConfig) { c.acks = acks } }
 
 // WithLinger sets how long a partition's batch may wait for more records before it is sent. A batch
-// that reaches the maximum size goes at once. Default: 5 ms.
+// that reaches the maximum size goes at once. The sender takes batches up to a millisecond (at most
+// half the linger) before their linger ends, because its timer fires up to a millisecond late.
+// Default: 5 ms.
 func WithLinger(d time.Duration) ProducerOption { return func(c *producerConfig) { c.linger = d } }
 
 // WithBatchMaxBytes sets the largest batch, in encoded (uncompressed) bytes; it must not exceed the

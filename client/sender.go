@@ -15,6 +15,17 @@ import (
 // maxProduceRequestBytes stops adding batches to one produce request; the rest go in the next.
 const maxProduceRequestBytes = 16 << 20
 
+// timerLateness is how late Go's timers fire on an idle thread here: time.Sleep took 1.13 ms at the
+// median for 5-500 µs and 2.25 ms (p99 2.57) for 2 ms; the runtime waits in epoll with millisecond
+// timeouts.
+const timerLateness = time.Millisecond
+
+// lingerSlack is how much before its linger an open batch may go: the sender wakes that much early,
+// so the timer's lateness centres the send on the linger instead of adding to it, and open batches
+// of other partitions due within it join the same request. It is half the linger at most, so a
+// short linger still batches.
+func lingerSlack(linger time.Duration) time.Duration { return min(timerLateness, linger/2) }
+
 // produceRequest is the batches bound for one broker in one request.
 type produceRequest struct {
 	leader  int32
@@ -64,7 +75,7 @@ func (p *Producer) sendReady(now time.Time) (next time.Time) {
 			case len(partition.mu.queued) > 0:
 				candidate, fromQueue = partition.mu.queued[0], true
 			case partition.mu.open != nil:
-				if due := partition.mu.open.createdAt.Add(p.cfg.linger); flushing || !now.Before(due) {
+				if due := partition.mu.open.createdAt.Add(p.cfg.linger - lingerSlack(p.cfg.linger)); flushing || !now.Before(due) {
 					candidate = partition.mu.open
 				} else {
 					soonest(due)
