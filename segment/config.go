@@ -74,6 +74,10 @@ type Config struct {
 	// that dirty pages do not pile up into one burst of writeback that stalls appends
 	// (log_writeback.go). 0 leaves writeback to the kernel alone.
 	WritebackBytes int64
+	// TailCacheBytes: once the active segment is written back or fsynced up to a position, its
+	// cached pages more than this far behind it are dropped from the page cache (log_cache.go).
+	// 0 leaves them to the kernel. Invariant: >= 0.
+	TailCacheBytes int64
 	// RetentionTime deletes sealed segments whose newest timestamp is older (negative: keep forever).
 	RetentionTime time.Duration
 	// RetentionBytes deletes the oldest sealed segments while the log exceeds it (negative: no limit).
@@ -107,6 +111,7 @@ func DefaultConfig() Config {
 		FlushInterval:      time.Second,
 		FlushYield:         true,
 		WritebackBytes:     1 << 20,
+		TailCacheBytes:     64 << 20,
 		RetentionTime:      7 * 24 * time.Hour,
 		RetentionBytes:     -1,
 		FileDeleteDelay:    time.Minute,
@@ -131,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.Flush < FlushByOS || c.Flush > FlushOnInterval {
 		errs = append(errs, fmt.Errorf("unknown flush policy %d", c.Flush))
+	}
+	if c.TailCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("tail cache bytes %d must not be negative", c.TailCacheBytes))
 	}
 	if c.WritebackBytes < 0 {
 		errs = append(errs, fmt.Errorf("writeback bytes %d must not be negative", c.WritebackBytes))

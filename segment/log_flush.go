@@ -38,6 +38,9 @@ type flusher struct {
 		// writtenBack is where the last writeback, or the last fsync, ended (log_writeback.go).
 		writtenBack     writebackMark
 		writebackFailed bool // logged once
+		// dropped is where the last drop of cached pages ended (log_cache.go).
+		dropped    writebackMark
+		dropFailed bool // logged once
 	}
 }
 
@@ -153,6 +156,7 @@ func (f *flusher) flushOnce() {
 	f.mu.Lock()
 	f.mu.writtenBack = writebackMark{active, position} // nothing dirty below it
 	f.mu.Unlock()
+	f.dropBehind(active, position)
 	if !f.advanceSince(truncations, next) {
 		return // the recovery point it would write may lie beyond the truncated end
 	}

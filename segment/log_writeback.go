@@ -68,12 +68,15 @@ func (f *flusher) writebackOnce() {
 		return
 	}
 	err := active.writeBack(from, end)
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if err == nil {
+		f.mu.Lock()
 		f.mu.writtenBack = writebackMark{active, end}
+		f.mu.Unlock()
+		f.dropBehind(active, end)
 		return
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !f.mu.writebackFailed {
 		f.mu.writebackFailed = true
 		if logger := l.config.Load().Logger; logger != nil {

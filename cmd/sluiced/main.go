@@ -77,6 +77,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.BoolVar(&b.AutoCreateTopics, "auto-create-topics", cfg.AutoCreateTopics, "create unknown topics named in metadata requests")
 	fs.IntVar(&maxMessageBytes, "max-message-bytes", int(cfg.MaxMessageBytes), "default max.message.bytes: largest record batch accepted")
 	fs.Int64Var(&b.Log.SegmentBytes, "segment-bytes", cfg.Log.SegmentBytes, "default segment.bytes: segment file size (preallocated)")
+	fs.Int64Var(&b.Log.TailCacheBytes, "log-tail-cache-bytes", cfg.Log.TailCacheBytes, "page cache each active segment keeps behind its written-back end; older pages are dropped (0: the kernel decides)")
 	fs.DurationVar(&b.Log.SegmentAge, "segment-age", cfg.Log.SegmentAge, "default segment.ms: roll a segment this old")
 	fs.DurationVar(&b.Log.RetentionTime, "retention", cfg.Log.RetentionTime, "default retention.ms as a duration (negative: keep forever)")
 	fs.Int64Var(&retentionBytes, "retention-bytes", cfg.Log.RetentionBytes, "default retention.bytes per partition (-1: no limit)")
