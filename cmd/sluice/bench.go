@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -66,6 +67,7 @@ Example: sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml 
 	keepTopics := fs.Bool("keep-topics", false, "do not delete the run's topics afterwards")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this process (the load generator) for the whole run to FILE (go tool pprof)")
+	traceFile := fs.String("trace", "", "write an execution trace of this process (the load generator) for the whole run to FILE (go tool trace); large: tens of MB a minute")
 	allocProfile := fs.String("alloc-profile", "", "write this process's allocation profile (the load generator's, whole run) to FILE at the end (go tool pprof -sample_index=alloc_space)")
 	if _, err := fs.parse(args, io.out, 0, 0); err != nil {
 		return err
@@ -146,6 +148,13 @@ Example: sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml 
 	}
 	if *allocProfile != "" {
 		defer writeAllocProfile(*allocProfile, io)
+	}
+	if *traceFile != "" {
+		stop, err := startTrace(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	collectLessOften()
 	result, err := bench.Run(ctx, bench.RunOptions{
@@ -250,6 +259,22 @@ func writeAllocProfile(path string, io streams) {
 	if err != nil {
 		fmt.Fprintf(io.err, "--alloc-profile: %v\n", err)
 	}
+}
+
+// startTrace writes this process's execution trace into path until the returned stop runs.
+func startTrace(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+	}, nil
 }
 
 // startCPUProfile profiles this process into path until the returned stop runs.
