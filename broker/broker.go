@@ -149,6 +149,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err := b.registry.trash.Sweep(b.registry.dir); err != nil {
 		logger.Error("deleted partitions left by an earlier run stay on disk", "err", err)
 	}
+	b.warnMountOptions()
 	b.shares.start()
 	b.consumerGroups.start()
 	b.producerIDs = newProducerIDAllocator(b.coordinator, cfg.NodeID, producerIDBlockSize)
