@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -140,7 +141,7 @@ Example: sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml 
 		return usageErrorf(fs.name, "%v", err)
 	}
 	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+		stop, err := startRecording("--cpu-profile", *cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile)
 		if err != nil {
 			return err
 		}
@@ -150,7 +151,7 @@ Example: sluice bench --workload bench/workloads/1-topic-8-partitions-100b.yaml 
 		defer writeAllocProfile(*allocProfile, io)
 	}
 	if *traceFile != "" {
-		stop, err := startTrace(*traceFile)
+		stop, err := startRecording("--trace", *traceFile, trace.Start, trace.Stop)
 		if err != nil {
 			return err
 		}
@@ -261,34 +262,19 @@ func writeAllocProfile(path string, io streams) {
 	}
 }
 
-// startTrace writes this process's execution trace into path until the returned stop runs.
-func startTrace(path string) (func(), error) {
+// startRecording has start write a recording of this process (a CPU profile, an execution trace)
+// into path until the returned stop runs; flag names the option in errors.
+func startRecording(flag, path string, start func(io.Writer) error, stopRecording func()) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("--trace: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	if err := trace.Start(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("--trace: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return func() {
-		trace.Stop()
-		f.Close()
-	}, nil
-}
-
-// startCPUProfile profiles this process into path until the returned stop runs.
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpu-profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpu-profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
+		stopRecording()
 		f.Close()
 	}, nil
 }
