@@ -46,16 +46,15 @@ func (f *flusher) dropBehind(active *segment, clean int64) {
 		f.mu.Unlock()
 		return
 	}
-	f.mu.dropped = writebackMark{active, to}
 	f.mu.Unlock()
-	if err := active.dropCache(from, to); err != nil {
-		f.mu.Lock()
-		logged := f.mu.dropFailed
-		f.mu.dropFailed = true
-		f.mu.Unlock()
-		if logger := f.log.config.Load().Logger; logger != nil && !logged {
-			logger.Warn("segment: dropping written pages from the page cache failed; leaving them to the kernel", "dir", f.log.dir, "err", err)
-		}
+	err := active.dropCache(from, to)
+	f.mu.Lock()
+	f.mu.dropped = writebackMark{active, to} // only this goroutine drops: nothing moved it meanwhile
+	logged := f.mu.dropFailed
+	f.mu.dropFailed = f.mu.dropFailed || err != nil
+	f.mu.Unlock()
+	if logger := f.log.config.Load().Logger; err != nil && logger != nil && !logged {
+		logger.Warn("segment: dropping written pages from the page cache failed; leaving them to the kernel", "dir", f.log.dir, "err", err)
 	}
 }
 

@@ -3,7 +3,6 @@ package segment
 import (
 	"context"
 	"testing"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -62,10 +61,11 @@ func TestDropBehindKeepsOnlyTheTailCached(t *testing.T) {
 	l := openLog(t, t.TempDir(), cfg)
 	defer l.Close()
 	size := fillActiveSegment(t, l, 16<<20)
+	dropped := (size - cfg.TailCacheBytes) &^ (dropAlign - 1)
+	awaitMark(t, l, "the drop of cached pages", droppedMark, dropped) // it follows the fsync's waiters
 
 	resident := residentPages(t, l, size)
 	pageSize := int64(unix.Getpagesize())
-	dropped := (size - cfg.TailCacheBytes) &^ (dropAlign - 1)
 	for i := int64(0); i < dropped/pageSize; i++ {
 		if resident[i] {
 			t.Fatalf("page %d of %d (offset %d) is still cached; everything below %d should be dropped", i, len(resident), i*pageSize, dropped)
@@ -118,22 +118,7 @@ func TestDropBehindFollowsWriteback(t *testing.T) {
 	// The last writeback asked for covers all but under WritebackBytes; its drop ends TailCacheBytes
 	// behind that, rounded down to dropAlign.
 	want := (l.activeSegment().size() - cfg.WritebackBytes - cfg.TailCacheBytes) &^ (dropAlign - 1)
-	ticker := time.NewTicker(time.Millisecond)
-	defer ticker.Stop()
-	deadline := time.After(10 * time.Second)
-	for {
-		l.flush.mu.Lock()
-		dropped := l.flush.mu.dropped
-		l.flush.mu.Unlock()
-		if dropped.segment == l.activeSegment() && dropped.position >= want {
-			break
-		}
-		select {
-		case <-ticker.C:
-		case <-deadline:
-			t.Fatalf("pages dropped up to %d of the active segment, want %d", dropped.position, want)
-		}
-	}
+	awaitMark(t, l, "the drop of cached pages", droppedMark, want)
 	pageSize := int64(unix.Getpagesize())
 	resident := residentPages(t, l, l.activeSegment().size())
 	for i := int64(0); i < want/pageSize; i++ {

@@ -156,8 +156,9 @@ func (f *flusher) flushOnce() {
 	f.mu.Lock()
 	f.mu.writtenBack = writebackMark{active, position} // nothing dirty below it
 	f.mu.Unlock()
-	f.dropBehind(active, position)
-	if !f.advanceSince(truncations, next) {
+	advanced := f.advanceSince(truncations, next)
+	f.dropBehind(active, position) // after the waiters: acks=all does not wait for it
+	if !advanced {
 		return // the recovery point it would write may lie beyond the truncated end
 	}
 

@@ -13,22 +13,35 @@ func writtenBackMark(l *Log) writebackMark {
 	return l.flush.mu.writtenBack
 }
 
+// droppedMark reads where the flusher's last drop of cached pages ended (log_cache.go).
+func droppedMark(l *Log) writebackMark {
+	l.flush.mu.Lock()
+	defer l.flush.mu.Unlock()
+	return l.flush.mu.dropped
+}
+
 // awaitWrittenBack waits until the flusher has started writeback of the active segment up to at
 // least position.
 func awaitWrittenBack(t *testing.T, l *Log, position int64) {
+	t.Helper()
+	awaitMark(t, l, "writeback", writtenBackMark, position)
+}
+
+// awaitMark waits until mark (what: its name) is in the active segment at position or beyond.
+func awaitMark(t *testing.T, l *Log, what string, mark func(*Log) writebackMark, position int64) {
 	t.Helper()
 	ticker := time.NewTicker(time.Millisecond)
 	defer ticker.Stop()
 	deadline := time.After(10 * time.Second)
 	for {
-		mark := writtenBackMark(l)
-		if mark.segment == l.activeSegment() && mark.position >= position {
+		m := mark(l)
+		if m.segment == l.activeSegment() && m.position >= position {
 			return
 		}
 		select {
 		case <-ticker.C:
 		case <-deadline:
-			t.Fatalf("writeback reached %d of the active segment, want %d", mark.position, position)
+			t.Fatalf("%s reached %d of the active segment, want %d", what, m.position, position)
 		}
 	}
 }
