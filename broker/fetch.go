@@ -71,7 +71,7 @@ func (b *Broker) handleFetch(r *request, req *kmsg.FetchRequest) {
 	f := &fetchState{broker: b, r: r, req: req}
 	if req.MaxWaitMillis <= 0 || req.MinBytes <= 0 || b.closing.Load() {
 		r.readBegun = time.Now() // request_timing.go
-		results, _, _ := b.evaluateFetch(req)
+		results, _, _ := b.evaluateFetch(req, r.received)
 		b.respondFetch(r, req, 0, results)
 		return
 	}
@@ -110,7 +110,7 @@ func (f *fetchState) attempt() {
 	f.parkLocked()
 	f.mu.Unlock()
 	readBegin := time.Now()
-	results, total, failed := f.broker.evaluateFetch(f.req)
+	results, total, failed := f.broker.evaluateFetch(f.req, f.r.received)
 	if total >= int64(f.req.MinBytes) || failed || f.broker.closing.Load() {
 		f.finish(results, readBegin)
 	}
@@ -139,7 +139,7 @@ func (f *fetchState) expire() {
 		return
 	}
 	readBegin := time.Now()
-	results, _, _ := f.broker.evaluateFetch(f.req)
+	results, _, _ := f.broker.evaluateFetch(f.req, f.r.received)
 	f.finish(results, readBegin)
 }
 
@@ -164,8 +164,10 @@ func (f *fetchState) finish(results []fetchTopicResult, readBegin time.Time) {
 }
 
 // evaluateFetch reads what each partition has for the request, within the budgets. It reports the
-// record bytes found and whether any partition failed (errors are answered at once).
-func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int64, bool) {
+// record bytes found and whether any partition failed (errors are answered at once). arrived is
+// when the request reached the broker: a follower's position counts as of then, however often a
+// parked fetch is evaluated.
+func (b *Broker) evaluateFetch(req *kmsg.FetchRequest, arrived time.Time) ([]fetchTopicResult, int64, bool) {
 	remaining := int64(req.MaxBytes)
 	if req.Version < 3 || remaining <= 0 {
 		remaining = 1<<31 - 1
@@ -196,7 +198,7 @@ func (b *Broker) evaluateFetch(req *kmsg.FetchRequest) ([]fetchTopicResult, int6
 			// fetch reports its position (replication.Replica.FollowerFetched).
 			upTo := p.replica.HighWatermark()
 			if req.ReplicaID >= 0 {
-				high, err := b.followerFetched(p, req.ReplicaID, rp)
+				high, err := b.followerFetched(p, req.ReplicaID, rp, arrived)
 				if err != nil {
 					result.errorCode = protocol.CodeFor(err)
 					failed = true

@@ -73,7 +73,7 @@ func (b *Broker) controlledShutdown(ctx context.Context) {
 // followerFetched records a follower's fetch of p (its fetch offset, the durable offset it reports
 // in replication.DurableOffsetTag, and replication.FailedCopyTag if its copy failed) and returns the high watermark to send it. A fetch that
 // moves the high watermark wakes the consumer fetches parked on p.
-func (b *Broker) followerFetched(p *partition, follower int32, rp kmsg.FetchRequestTopicPartition) (int64, error) {
+func (b *Broker) followerFetched(p *partition, follower int32, rp kmsg.FetchRequestTopicPartition, arrived time.Time) (int64, error) {
 	durable := int64(-1)
 	copyFailed := false
 	rp.UnknownTags.Each(func(key uint32, value []byte) {
@@ -88,7 +88,7 @@ func (b *Broker) followerFetched(p *partition, follower int32, rp kmsg.FetchRequ
 		durable = rp.FetchOffset // a follower that does not report durability: Kafka's semantics
 	}
 	before := p.replica.HighWatermark()
-	high, err := p.replica.FollowerFetched(follower, rp.CurrentLeaderEpoch, rp.FetchOffset, durable, copyFailed, time.Now())
+	high, err := p.replica.FollowerFetched(follower, rp.CurrentLeaderEpoch, rp.FetchOffset, durable, copyFailed, arrived)
 	if err != nil {
 		return 0, err
 	}

@@ -336,9 +336,16 @@ func (r *Replica) flushed(err error) {
 }
 
 // FollowerFetched records a follower's fetch at the leader: its log end (the fetch offset), durable
-// offset and whether its copy failed (FailedCopyTag). It returns the high watermark to send back, or NOT_LEADER_OR_FOLLOWER /
+// offset and whether its copy failed (FailedCopyTag), as of arrived, when the fetch reached the
+// leader. It returns the high watermark to send back, or NOT_LEADER_OR_FOLLOWER /
 // FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (from the follower's currentLeaderEpoch, -1 to skip).
-func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffset, durable int64, copyFailed bool, now time.Time) (int64, error) {
+//
+// A report that arrived before the last one recorded is checked but not recorded: a fetch parked at
+// the leader is evaluated again when it is woken or expires, after the follower may have reported
+// more with later requests (an acknowledgement fetch), and its older position must not move the
+// follower back. Moved back, a durable offset stayed behind until the follower's next report,
+// which a follower with nothing new sends only when its next parked fetch expires.
+func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffset, durable int64, copyFailed bool, arrived time.Time) (int64, error) {
 	r.mu.Lock()
 	if r.mu.role != RoleLeader {
 		r.mu.Unlock()
@@ -364,10 +371,15 @@ func (r *Replica) FollowerFetched(follower, currentLeaderEpoch int32, fetchOffse
 	if !ok {
 		position = FollowerPosition{LogEnd: -1, Durable: -1}
 	}
-	updated := position.fetched(now, fetchOffset, durable, r.Log.LogEndOffset(), copyFailed)
+	if arrived.Before(position.LastFetch) {
+		high := r.highWatermark.Load()
+		r.mu.Unlock()
+		return high, nil
+	}
+	updated := position.fetched(arrived, fetchOffset, durable, r.Log.LogEndOffset(), copyFailed)
 	r.mu.followers[follower] = updated
 	if r.observeAckWait != nil && (slices.Contains(r.mu.isr, follower) || slices.Contains(r.mu.pendingISR, follower)) {
-		r.noteFollowerLocked(position, updated, now) // ack_wait.go
+		r.noteFollowerLocked(position, updated, arrived) // ack_wait.go
 	}
 	fired := r.advanceLocked()
 	high := r.highWatermark.Load()

@@ -139,6 +139,49 @@ func TestAcksAllWaitsForEveryInSyncReplicaToFsync(t *testing.T) {
 	}
 }
 
+// TestEarlierReportDoesNotMoveAFollowerBack: a follower's parked fetch is evaluated again when an
+// append wakes it, possibly after the follower's later acknowledgement fetch reported more. The
+// parked fetch's older report must not take back the durable offset the acknowledgement gave: the
+// produce then waited, once the other follower had reported too, for this follower's next report,
+// 30 s away with a long fetch wait (found by TestClusterAcksAllDoNotWaitForParkedFetches in CI).
+func TestEarlierReportDoesNotMoveAFollowerBack(t *testing.T) {
+	leader := openReplica(t, 1, AckFsync)
+	replicas := []int32{1, 2, 3}
+	if _, err := leader.MakeLeader(1, 0, replicas, replicas, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	result, err := leader.Append(records("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Log.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, 1)
+	leader.AwaitAcks(result.LastOffset, 3, func(err error) { acked <- err })
+	end := result.LastOffset + 1
+	fetched := func(follower int32, durable int64, arrived time.Time) {
+		t.Helper()
+		if _, err := leader.FollowerFetched(follower, 1, end, durable, false, arrived); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	parkedArrived := time.Now()
+	fetched(2, 0, parkedArrived)                         // follower 2's data fetch: it has the record, not yet fsynced
+	fetched(2, end, parkedArrived.Add(time.Millisecond)) // its acknowledgement after the fsync
+	fetched(2, 0, parkedArrived)                         // the parked data fetch evaluated again
+	fetched(3, end, time.Now())                          // follower 3 has the record fsynced
+	select {
+	case err := <-acked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("both followers reported the record durable, but the produce is still waiting")
+	}
+}
+
 func TestAckMemoryWaitsForTheHighWatermarkOnly(t *testing.T) {
 	leader := openReplica(t, 1, AckMemory)
 	follower := openReplica(t, 2, AckMemory)
