@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice-mq/sluice/client"
+	"github.com/sluice-mq/sluice/localcluster"
 )
 
 var (
@@ -56,15 +57,15 @@ func buildSluiced(t *testing.T) string {
 	return sluicedBinary
 }
 
-// freePort returns a port that was free a moment ago, so that a restarted broker can reuse it.
+// freePort returns a port that was free a moment ago, so that a restarted broker can reuse it;
+// from below the ephemeral range, where no outgoing connection takes it while the broker is down.
 func freePort(t *testing.T) int {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localcluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // sluiced is a running daemon.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -80,20 +81,61 @@ func Build(moduleDir, dir string) (string, error) {
 	return binary, nil
 }
 
-// reservePorts binds n distinct ephemeral ports on 127.0.0.1 and returns the listeners holding
-// them; the caller closes them just before the nodes bind (the broker sets SO_REUSEADDR). Another
-// process could take a port in between, which shows as a start failure, not as a silent mix-up.
+// reservePorts binds n distinct ports on 127.0.0.1 and returns the listeners holding them; the
+// caller closes them just before the nodes bind (the broker sets SO_REUSEADDR). The ports come from
+// below the kernel's ephemeral range where it leaves room (clusterPorts): a port from that range,
+// released for the node to bind, could be taken meanwhile as the source port of any outgoing
+// connection on the machine, and a node restarted after a kill binds its ports again much later.
+// Another process could still take a port in between, which shows as a start failure, not as a
+// silent mix-up.
 func reservePorts(n int) ([]net.Listener, error) {
 	listeners := make([]net.Listener, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	low, high := clusterPorts()
+	next := low + rand.IntN(max(high-low, 1))
+	for tried := 0; len(listeners) < n; tried++ {
+		address := "127.0.0.1:0"
+		if high > low && tried < high-low {
+			address = fmt.Sprintf("127.0.0.1:%d", low+(next-low+tried)%(high-low))
+		}
+		l, err := net.Listen("tcp", address)
 		if err != nil {
+			if address != "127.0.0.1:0" {
+				continue // taken: try the next one
+			}
 			releasePorts(listeners)
 			return nil, fmt.Errorf("localcluster: reserve a port: %w", err)
 		}
 		listeners = append(listeners, l)
 	}
 	return listeners, nil
+}
+
+// clusterPorts is the range reservePorts draws from: from 20000 up to the start of the ephemeral
+// range, or an empty range (ports from the kernel) when that leaves fewer than 1000.
+func clusterPorts() (low, high int) {
+	low, high = 20000, 32768 // Linux's default ephemeral range starts at 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if fields := strings.Fields(string(data)); len(fields) == 2 {
+			if start, err := strconv.Atoi(fields[0]); err == nil {
+				high = start
+			}
+		}
+	}
+	if high-low < 1000 {
+		return 0, 0
+	}
+	return low, high
+}
+
+// FreePort returns a port on 127.0.0.1 that was free a moment ago, from the same range as a
+// cluster's ports, for a single broker that must keep its port across restarts.
+func FreePort() (int, error) {
+	reserved, err := reservePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	defer releasePorts(reserved)
+	return port(reserved[0]), nil
 }
 
 func releasePorts(listeners []net.Listener) {

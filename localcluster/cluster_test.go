@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -29,5 +30,30 @@ func TestNewHoldsThePortsUntilStartAll(t *testing.T) {
 			t.Fatalf("node %d port %s still held after Close: %v", n.ID, n.Kafka, err)
 		}
 		l.Close()
+	}
+}
+
+// A port from the ephemeral range, released for a node to bind, could be taken by any outgoing
+// connection first (CI: "bind: address already in use" for a node's Kafka port under load).
+func TestPortsComeFromBelowTheEphemeralRange(t *testing.T) {
+	low, high := clusterPorts()
+	if high == low {
+		t.Skip("the ephemeral range leaves no room below it on this machine")
+	}
+	c, err := New(Config{Binary: "unused", Dir: t.TempDir(), Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range c.Nodes {
+		for _, address := range []string{n.Kafka, n.Raft, n.HTTP} {
+			_, portText, err := net.SplitHostPort(address)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if port, _ := strconv.Atoi(portText); port < low || port >= high {
+				t.Errorf("node %d port %d outside [%d, %d), below the ephemeral range", n.ID, port, low, high)
+			}
+		}
 	}
 }
