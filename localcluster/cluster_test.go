@@ -10,11 +10,7 @@ import (
 // port released before that could be handed to a proxy, and the node then failed to bind it (CI,
 // TestChaosShortFixedSeed: node 1's Kafka port was its own Raft proxy's).
 func TestNewHoldsThePortsUntilStartAll(t *testing.T) {
-	c, err := New(Config{Binary: "unused", Dir: t.TempDir(), Nodes: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := unstarted(t)
 	for _, n := range c.Nodes {
 		for _, address := range []string{n.Kafka, n.Raft, n.HTTP} {
 			if l, err := net.Listen("tcp", address); err == nil {
@@ -40,12 +36,7 @@ func TestPortsComeFromBelowTheEphemeralRange(t *testing.T) {
 	if high == low {
 		t.Skip("the ephemeral range leaves no room below it on this machine")
 	}
-	c, err := New(Config{Binary: "unused", Dir: t.TempDir(), Nodes: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, n := range c.Nodes {
+	for _, n := range unstarted(t).Nodes {
 		for _, address := range []string{n.Kafka, n.Raft, n.HTTP} {
 			_, portText, err := net.SplitHostPort(address)
 			if err != nil {
@@ -56,4 +47,16 @@ func TestPortsComeFromBelowTheEphemeralRange(t *testing.T) {
 			}
 		}
 	}
+}
+
+// unstarted is a three-node cluster with its ports chosen and nothing started, closed when the
+// test ends.
+func unstarted(t *testing.T) *Cluster {
+	t.Helper()
+	c, err := New(Config{Binary: "unused", Dir: t.TempDir(), Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
