@@ -91,11 +91,14 @@ func Build(moduleDir, dir string) (string, error) {
 func reservePorts(n int) ([]net.Listener, error) {
 	listeners := make([]net.Listener, 0, n)
 	low, high := clusterPorts()
-	next := low + rand.IntN(max(high-low, 1))
+	span, start := high-low, 0
+	if span > 0 {
+		start = rand.IntN(span)
+	}
 	for tried := 0; len(listeners) < n; tried++ {
-		address := "127.0.0.1:0"
-		if high > low && tried < high-low {
-			address = fmt.Sprintf("127.0.0.1:%d", low+(next-low+tried)%(high-low))
+		address := "127.0.0.1:0" // from the kernel once the range is used up
+		if tried < span {
+			address = fmt.Sprintf("127.0.0.1:%d", low+(start+tried)%span)
 		}
 		l, err := net.Listen("tcp", address)
 		if err != nil {
