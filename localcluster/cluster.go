@@ -376,9 +376,13 @@ func (n *Node) Logs() string {
 // Kill sends SIGKILL (after SIGCONT if paused) and waits for the process to go.
 func (n *Node) Kill() { n.signalAndWait(syscall.SIGKILL, 0) }
 
-// Stop sends SIGTERM and waits up to timeout for a clean exit, then kills. It returns the exit
-// error of a process that did not exit cleanly.
+// Stop sends SIGTERM and waits up to timeout for a clean exit, then sends SIGQUIT (a goroutine
+// dump in the node's log) and kills. It returns the exit error of a process that did not exit
+// cleanly.
 func (n *Node) Stop(timeout time.Duration) error { return n.signalAndWait(syscall.SIGTERM, timeout) }
+
+// quitGrace is how long a node that ignored SIGTERM gets to write its goroutine dump.
+const quitGrace = 5 * time.Second
 
 func (n *Node) signalAndWait(sig syscall.Signal, timeout time.Duration) error {
 	n.mu.Lock()
@@ -396,9 +400,16 @@ func (n *Node) signalAndWait(sig syscall.Signal, timeout time.Duration) error {
 		select {
 		case err = <-exited:
 		case <-time.After(timeout):
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-exited
-			err = fmt.Errorf("localcluster: node %d did not exit within %v of %v", n.ID, timeout, sig)
+			// SIGQUIT makes the Go runtime print every goroutine's stack to the node's log
+			// before it exits: what the node was stuck on.
+			cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-exited:
+			case <-time.After(quitGrace):
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-exited
+			}
+			err = fmt.Errorf("localcluster: node %d did not exit within %v of %v (its goroutines are in its log)", n.ID, timeout, sig)
 		}
 	} else {
 		err = <-exited

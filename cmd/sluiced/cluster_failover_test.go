@@ -25,8 +25,14 @@ import (
 	"github.com/sluice-mq/sluice/batch"
 )
 
-// knownTopicIDs caches topic ids by name for rawProduce (topic names are unique per test).
+// knownTopicIDs caches topic ids for rawProduce, by client and topic name: a client belongs to
+// one cluster, where the name means one topic (a test run again with -count makes it anew).
 var knownTopicIDs sync.Map
+
+type topicOfClient struct {
+	client *kgo.Client
+	topic  string
+}
 
 // rawProduce sends one batch of values to partition of topic on broker node and returns the
 // partition's error code and base offset. The client's RequiredAcks decide the request's acks (kgo
@@ -45,13 +51,14 @@ func rawProduce(t *testing.T, client *kgo.Client, node int32, topic string, part
 	rt.Topic = topic
 	// Produce v13 (KIP-516) names topics by id, and kgo sends the highest version served. The id
 	// is looked up once: later the metadata request may land on a paused node.
-	id, known := knownTopicIDs.Load(topic)
+	key := topicOfClient{client, topic}
+	id, known := knownTopicIDs.Load(key)
 	if !known {
 		ids, ok := topicIDs(client, topic)
 		if !ok {
 			return -1, -1
 		}
-		id, _ = knownTopicIDs.LoadOrStore(topic, ids[topic])
+		id, _ = knownTopicIDs.LoadOrStore(key, ids[topic])
 	}
 	rt.TopicID = id.([16]byte)
 	rp := kmsg.NewProduceRequestTopicPartition()
