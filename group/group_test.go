@@ -288,6 +288,11 @@ func TestSyncPhases(t *testing.T) {
 	g.Join(now, joinReq("", "c"))
 	resp, _, _ = g.Sync(now, SyncRequest{MemberID: "b", Generation: 1})
 	wantCode(t, resp.Err, protocol.RebalanceInProgress)
+	// Naming its generation's protocol, as clients send from SyncGroup v5: still only "rejoin".
+	// INCONSISTENT_GROUP_PROTOCOL here stopped a member of ours for good when a franz-go member's
+	// join began a rebalance between our JoinGroup and SyncGroup (TestGroupMixedWithFranzGo).
+	resp, _, _ = g.Sync(now, SyncRequest{MemberID: "b", Generation: 1, ProtocolType: "consumer", Protocol: "range"})
+	wantCode(t, resp.Err, protocol.RebalanceInProgress)
 }
 
 func TestLeaveDuringCompletingRebalanceAnswersParkedSyncs(t *testing.T) {

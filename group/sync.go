@@ -45,7 +45,10 @@ func (g *Group) Sync(now time.Time, req SyncRequest) (resp SyncResponse, parked 
 	if req.Generation != g.generation {
 		return fail(fmt.Errorf("group %q: generation %d, current %d: %w", g.id, req.Generation, g.generation, protocol.IllegalGeneration))
 	}
-	if req.ProtocolType != "" && req.ProtocolType != g.protocolType || req.Protocol != "" && req.Protocol != g.protocol {
+	// In PreparingRebalance no protocol is selected (the generation's was cleared when the
+	// rebalance began): a member naming its generation's protocol is told to rejoin below, as
+	// Kafka does, not refused for good.
+	if req.ProtocolType != "" && req.ProtocolType != g.protocolType || req.Protocol != "" && g.protocol != "" && req.Protocol != g.protocol {
 		return fail(fmt.Errorf("group %q: protocol %s/%s, the group's is %s/%s: %w", g.id, req.ProtocolType, req.Protocol,
 			g.protocolType, g.protocol, protocol.InconsistentGroupProtocol))
 	}
