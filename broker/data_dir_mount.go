@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -37,13 +38,7 @@ func findMount(mountinfo io.Reader, path string) (mountOf, bool, error) {
 	for scanner.Scan() {
 		// "36 35 98:0 /root /mnt rw,noatime shared:1 - ext4 /dev/vda rw,lazytime"
 		fields := strings.Fields(scanner.Text())
-		dash := -1
-		for i, f := range fields {
-			if f == "-" {
-				dash = i
-				break
-			}
-		}
+		dash := slices.Index(fields, "-")
 		if len(fields) < 6 || dash < 6 || dash+3 > len(fields) {
 			return mountOf{}, false, fmt.Errorf("broker: mountinfo line %q: unexpected format", scanner.Text())
 		}
