@@ -50,11 +50,11 @@ func rawProduce(t *testing.T, client *kgo.Client, node int32, topic string, part
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	// Produce v13 (KIP-516) names topics by id, and kgo sends the highest version served. The id
-	// is looked up once: later the metadata request may land on a paused node.
+	// is looked up once, on the node the batch goes to: another node may be paused by then.
 	key := topicOfClient{client, topic}
 	id, known := knownTopicIDs.Load(key)
 	if !known {
-		ids, ok := topicIDs(client, topic)
+		ids, ok := topicIDs(client.Broker(int(node)), topic)
 		if !ok {
 			return -1, -1
 		}

@@ -161,8 +161,8 @@ func describeTopic(client *kgo.Client, topic string) (map[int32]partitionInfo, b
 	return out, true
 }
 
-// topicIDs asks the cluster for the named topics' ids.
-func topicIDs(client *kgo.Client, topics ...string) (map[string][16]byte, bool) {
+// topicIDs asks client (a cluster client, or one broker of it) for the named topics' ids.
+func topicIDs(client kmsg.Requestor, topics ...string) (map[string][16]byte, bool) {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, topic := range topics {
 		rt := kmsg.NewMetadataRequestTopic()
