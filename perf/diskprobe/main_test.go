@@ -1,0 +1,26 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// TestProbeCountsEveryAppendOnce: every append the probe makes comes back durable exactly once,
+// the fdatasyncs behind them are counted, and the bytes add up to whole batches.
+func TestProbeCountsEveryAppendOnce(t *testing.T) {
+	const logs, batchBytes = 3, 4096
+	result, err := probe(t.TempDir(), logs, 2e6, batchBytes, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(result.durable) < logs {
+		t.Fatalf("%d appends came back durable, want at least one per log (%d)", len(result.durable), logs)
+	}
+	if len(result.fsyncs) == 0 || len(result.fsyncs) > len(result.durable) {
+		t.Fatalf("%d fdatasyncs for %d appends", len(result.fsyncs), len(result.durable))
+	}
+	perBatch := result.bytes / int64(len(result.durable))
+	if perBatch > batchBytes || perBatch < batchBytes-200 {
+		t.Fatalf("%d bytes over %d appends: batches should be about %d bytes", result.bytes, len(result.durable), batchBytes)
+	}
+}
