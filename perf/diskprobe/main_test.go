@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/sluice-mq/sluice/segment"
 	"testing"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // the fdatasyncs behind them are counted, and the bytes add up to whole batches.
 func TestProbeCountsEveryAppendOnce(t *testing.T) {
 	const logs, batchBytes = 3, 4096
-	result, err := probe(t.TempDir(), logs, 2e6, batchBytes, 300*time.Millisecond)
+	result, err := probe(t.TempDir(), segment.DefaultConfig(), logs, 2e6, batchBytes, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
