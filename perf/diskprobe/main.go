@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,9 +60,10 @@ func main() {
 // outcome is what a probe measured.
 type outcome struct {
 	mu      sync.Mutex
-	durable []time.Duration // append call to durable, one per append
+	appends int
+	durable []time.Duration // append call to durable, one per append that became durable
 	fsyncs  []time.Duration // one per group-commit fdatasync
-	bytes   int64
+	bytes   int64           // of the appends that became durable
 }
 
 // probe appends to logs segment.Logs (configured as cfg) under root at bytesPerSecond in total for duration.
@@ -75,14 +77,21 @@ func probe(root string, cfg segment.Config, logs int, bytesPerSecond float64, ba
 		result.mu.Unlock()
 	}
 	interval := time.Duration(float64(time.Second) * float64(batchBytes) * float64(logs) / bytesPerSecond)
-	stop := time.Now().Add(duration)
-	errs := make(chan error, logs)
-	var wg sync.WaitGroup
+	opened := make([]*segment.Log, 0, logs)
 	for i := range logs {
 		log, err := segment.Open(filepath.Join(root, fmt.Sprintf("probe-%d", i)), cfg)
 		if err != nil {
+			for _, log := range opened {
+				err = errors.Join(err, log.Close())
+			}
 			return nil, err
 		}
+		opened = append(opened, log)
+	}
+	stop := time.Now().Add(duration)
+	errs := make(chan error, logs)
+	var wg sync.WaitGroup
+	for _, log := range opened {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -124,6 +133,9 @@ func appendUntil(log *segment.Log, batchBytes int, interval time.Duration, stop 
 		if err != nil {
 			return fmt.Errorf("diskprobe: append to %s: %w", log.Dir(), err)
 		}
+		result.mu.Lock()
+		result.appends++
+		result.mu.Unlock()
 		pending.Add(1)
 		log.NotifyFlushed(appended.LastOffset, func(err error) {
 			defer pending.Done()
@@ -153,11 +165,11 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[int(q*float64(len(sorted)-1))]
 }
 
-func (o *outcome) print(w *os.File, logs int, duration time.Duration) {
+func (o *outcome) print(w io.Writer, logs int, duration time.Duration) {
 	slices.Sort(o.durable)
 	slices.Sort(o.fsyncs)
 	fmt.Fprintf(w, "%d logs, %.1f MB/s written, %d appends, %d fdatasyncs (%.0f/s)\n",
-		logs, float64(o.bytes)/duration.Seconds()/1e6, len(o.durable), len(o.fsyncs), float64(len(o.fsyncs))/duration.Seconds())
+		logs, float64(o.bytes)/duration.Seconds()/1e6, o.appends, len(o.fsyncs), float64(len(o.fsyncs))/duration.Seconds())
 	for _, row := range []struct {
 		name   string
 		sorted []time.Duration
