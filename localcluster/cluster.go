@@ -96,13 +96,14 @@ func reservePorts(n int) ([]net.Listener, error) {
 		start = rand.IntN(span)
 	}
 	for tried := 0; len(listeners) < n; tried++ {
+		fromRange := tried < span
 		address := "127.0.0.1:0" // from the kernel once the range is used up
-		if tried < span {
+		if fromRange {
 			address = fmt.Sprintf("127.0.0.1:%d", low+(start+tried)%span)
 		}
 		l, err := net.Listen("tcp", address)
 		if err != nil {
-			if address != "127.0.0.1:0" {
+			if fromRange {
 				continue // taken: try the next one
 			}
 			releasePorts(listeners)

@@ -48,8 +48,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "diskprobe:", err)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(root)
 	result, err := probe(root, cfg, *logs, *rate*1e6, *batchBytes, *duration)
+	err = errors.Join(err, os.RemoveAll(root)) // before any exit: os.Exit runs no deferred call
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "diskprobe:", err)
 		os.Exit(1)
