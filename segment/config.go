@@ -59,6 +59,10 @@ type Config struct {
 	// SegmentBytes (the whole segment at the first append when the step is 0).
 	Preallocate     bool
 	PreallocateStep int64
+	// PreallocateRest: a segment that has grown through a whole PreallocateStep (a busy partition)
+	// preallocates the rest of the segment at its next step instead, when its filesystem keeps
+	// enough free space after it (see reserve). An idle partition still holds little disk.
+	PreallocateRest bool
 	// Flush policy and, for FlushOnInterval, its period.
 	Flush         FlushPolicy
 	FlushInterval time.Duration
@@ -107,6 +111,7 @@ func DefaultConfig() Config {
 		MaxIndexEntries:    (10 << 20) / 8,
 		Preallocate:        true,
 		PreallocateStep:    64 << 20,
+		PreallocateRest:    true,
 		Flush:              FlushByOS,
 		FlushInterval:      time.Second,
 		FlushYield:         true,

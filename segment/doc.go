@@ -35,7 +35,8 @@
 //     The segment list and the log start are likewise published together (logView). Appends fill
 //     preallocated space, so the file size is not the logical size (except for sealed segments,
 //     trimmed at roll). Preallocation is lazy: nothing before a segment's first append, then steps
-//     of 64 KiB doubling up to Config.PreallocateStep.
+//     of 64 KiB doubling up to Config.PreallocateStep, then (Config.PreallocateRest, where the
+//     filesystem has room) the rest of the segment at once.
 //   - Only the active segment is written. Rolling fsyncs and trims the old segment and its indexes
 //     (it is sealed) before the new segment takes appends, so every segment but the last is durable
 //     whole.

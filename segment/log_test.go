@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -104,6 +105,7 @@ func TestPreallocationInSteps(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 1 << 20
 	cfg.PreallocateStep = 256 << 10
+	cfg.PreallocateRest = false // TestBusySegmentPreallocatesTheRest
 	l := openLog(t, dir, cfg)
 	fileSize := func() int64 {
 		t.Helper()
@@ -151,6 +153,38 @@ func TestPreallocationInSteps(t *testing.T) {
 	}
 	if got := fileSize(); got != size+64<<10 {
 		t.Fatalf("reopened active segment after one append: file %d bytes for %d bytes of data, want one first step more", got, size)
+	}
+}
+
+// TestBusySegmentPreallocatesTheRest: once a segment's steps reach PreallocateStep, its next step
+// reserves the rest of the segment in one fallocate, where the filesystem has room for it.
+func TestBusySegmentPreallocatesTheRest(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4 << 20
+	cfg.PreallocateStep = 256 << 10
+	l := openLog(t, dir, cfg)
+	defer l.Close()
+	if !roomForRest(l.activeSegment().file, cfg.SegmentBytes, cfg.SegmentBytes) {
+		t.Skipf("the filesystem of %s is tmpfs or has less than an eighth of its size free", dir)
+	}
+	var sizes []int64
+	for l.SegmentCount() == 1 {
+		if _, err := l.Append(testBatch(t, "x", 10, 100), 0); err != nil {
+			t.Fatal(err)
+		}
+		info, err := l.activeSegment().file.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.SegmentCount() == 1 && (len(sizes) == 0 || sizes[len(sizes)-1] != info.Size()) {
+			sizes = append(sizes, info.Size())
+		}
+	}
+	// 64, +128, then the step is 256 KiB: the rest of the 4 MiB segment.
+	want := []int64{64 << 10, 192 << 10, 4 << 20}
+	if !slices.Equal(sizes, want) {
+		t.Fatalf("the file grew through %v bytes, want %v", sizes, want)
 	}
 }
 

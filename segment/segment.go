@@ -209,6 +209,10 @@ func (s *segment) reserve(end int64, cfg *Config) error {
 	if cfg.PreallocateStep > 0 {
 		step := min(s.preallocateStep, cfg.PreallocateStep)
 		target = min(s.allocated+step, cfg.SegmentBytes)
+		if step == cfg.PreallocateStep && cfg.PreallocateRest && target < cfg.SegmentBytes &&
+			roomForRest(s.file, cfg.SegmentBytes-s.allocated, cfg.SegmentBytes) {
+			target = cfg.SegmentBytes
+		}
 		s.preallocateStep = min(2*step, cfg.PreallocateStep)
 	}
 	err := s.preallocate(max(target, end))

@@ -37,6 +37,7 @@ func main() {
 	duration := flag.Duration("duration", 30*time.Second, "how long to append")
 	cfg := segment.DefaultConfig()
 	flag.Int64Var(&cfg.WritebackBytes, "writeback-bytes", cfg.WritebackBytes, "segment.Config.WritebackBytes: bytes appended between the log's own writebacks (0: none)")
+	flag.Int64Var(&cfg.PreallocateStep, "preallocate-step", cfg.PreallocateStep, "segment.Config.PreallocateStep: the largest fallocate step (0: the whole segment at its first append)")
 	flag.Int64Var(&cfg.TailCacheBytes, "tail-cache-bytes", cfg.TailCacheBytes, "page cache each log keeps behind its clean end (sluiced --log-tail-cache-bytes)")
 	flag.Parse()
 	if *logs < 1 || *rate <= 0 || *batchBytes < 200 || *duration <= 0 {
