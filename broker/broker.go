@@ -117,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 	coordCfg := coordinator.DefaultConfig()
 	coordCfg.NodeID = cfg.NodeID
-	coordCfg.DataDir = filepath.Join(cfg.DataDir, "meta")
+	coordCfg.DataDir = cfg.metadataDir()
 	coordCfg.RaftAddress = cfg.RaftListen
 	coordCfg.Bootstrap = true
 	coordCfg.Voters = cfg.ControllerVoters

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -22,8 +24,13 @@ import (
 type Config struct {
 	// NodeID is this broker's id in the cluster.
 	NodeID int32
-	// DataDir holds the metadata (DataDir/meta) and the partition logs (DataDir/topics).
+	// DataDir holds the partition logs (DataDir/topics) and, unless MetadataDir says otherwise,
+	// the metadata (DataDir/meta).
 	DataDir string
+	// MetadataDir holds the metadata: the Raft log and snapshots, and the cluster id (Kafka's
+	// metadata.log.dir); empty: DataDir/meta. On a disk of its own, a Raft commit's fsync does
+	// not wait behind the partition logs' writes (see perf/TUNING.md).
+	MetadataDir string
 	// Listen is the Kafka listener address; port 0 picks an ephemeral port.
 	Listen string
 	// Advertise is the host:port given to clients in Metadata; empty means the bound listener address.
@@ -141,6 +148,25 @@ func DefaultConfig() Config {
 	}
 }
 
+// metadataDir is where the metadata lives: MetadataDir, or DataDir/meta.
+func (c Config) metadataDir() string {
+	if c.MetadataDir != "" {
+		return c.MetadataDir
+	}
+	return filepath.Join(c.DataDir, "meta")
+}
+
+// isWithin reports whether path is dir or inside it, comparing them made absolute and clean.
+func isWithin(path, dir string) bool {
+	path, pathErr := filepath.Abs(path)
+	dir, dirErr := filepath.Abs(dir)
+	if pathErr != nil || dirErr != nil {
+		return false
+	}
+	relative, err := filepath.Rel(dir, path)
+	return err == nil && relative != ".." && !strings.HasPrefix(relative, ".."+string(filepath.Separator))
+}
+
 // Validate reports every unusable setting.
 func (c Config) Validate() error {
 	var errs []error
@@ -149,6 +175,10 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir is empty"))
+	}
+	if topics := filepath.Join(c.DataDir, "topics"); c.MetadataDir != "" && isWithin(c.MetadataDir, topics) {
+		// Every folder there is a partition's: one the metadata does not know is moved aside.
+		errs = append(errs, fmt.Errorf("metadata dir %s is inside %s, where the partition logs live", c.MetadataDir, topics))
 	}
 	errs = append(errs, c.validateListeners()...)
 	if c.Advertise != "" {

@@ -9,13 +9,15 @@ import (
 // Preallocating the rest of a busy segment. Steps keep an idle partition's reservation small, but a
 // busy one pays for them: each step is a fallocate in the append path, which waits for ext4's
 // journal when a commit is running (another file's fsync, Raft's among them), and every append to
-// the partition, and every request queued behind it on the same connection, waits with it. A
-// three-node cluster at 375,000 msg/s (8 partitions, 3 replicas, 64 MiB steps) saw the publish p99
-// swing between 40 and 580 ms from run to run, with its worst second each time where the partitions
-// crossed a step together; with the whole segment preallocated at the first append the p99 was
-// 20-39 ms over four runs, and 50-56 ms against 59-71 ms with fsync acks. So a segment whose steps
-// have reached Config.PreallocateStep (it has taken that much since it was opened) preallocates all
-// the rest at its next step: one fallocate per segment instead of one per step.
+// the partition, and every request queued behind it on the same connection, waits with it (a
+// fallocate of one 64 MiB step took 115 ms during a Raft fsync in a traced run). A three-node
+// cluster at 375,000 msg/s (8 partitions, 3 replicas, 64 MiB steps) crossed its steps on all
+// partitions at about the same moment, and the worst second of many runs sat there. So a segment
+// whose steps have reached Config.PreallocateStep (it has taken that much since it was opened)
+// preallocates all the rest at its next step: one fallocate per busy segment instead of one per
+// step. Measured on that cluster with --replica-ack=memory: publish p99 26-95 ms (median 42) over
+// six runs, against 38-518 ms (median 73) over eight before; with fsync acks the runs were too noisy
+// on that machine to tell.
 //
 // It does so only where the space is plainly there: never on tmpfs or ramfs, where preallocating is
 // taking memory, and only when the filesystem keeps, after it, an eighth of its size and two whole

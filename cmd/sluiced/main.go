@@ -66,7 +66,8 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	var partitions, replicationFactor int
 	var maxMessageBytes int
 	var retentionBytes int64
-	fs.StringVar(&b.DataDir, "data-dir", cfg.DataDir, "directory for metadata and partition logs")
+	fs.StringVar(&b.DataDir, "data-dir", cfg.DataDir, "directory for partition logs (and metadata, without --metadata-dir)")
+	fs.StringVar(&b.MetadataDir, "metadata-dir", "", "directory for the metadata: Raft log, snapshots, cluster id (default: DATA-DIR/meta); a disk of its own keeps Raft's fsyncs from waiting behind the logs' writes")
 	fs.StringVar(&b.Listen, "listen", cfg.Listen, "Kafka listener address (host:port): one PLAINTEXT listener; see --listeners for several")
 	fs.StringVar(&b.Advertise, "advertise", "", "address given to clients in metadata (host:port); default: the listener's")
 	fs.StringVar(&b.RaftListen, "raft-listen", cfg.RaftListen, "metadata Raft transport address (host:port, port 0 picks one)")
