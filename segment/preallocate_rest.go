@@ -15,9 +15,9 @@ import (
 // partitions at about the same moment, and the worst second of many runs sat there. So a segment
 // whose steps have reached Config.PreallocateStep (it has taken that much since it was opened)
 // preallocates all the rest at its next step: one fallocate per busy segment instead of one per
-// step. Measured on that cluster with --replica-ack=memory: publish p99 26-95 ms (median 42) over
-// six runs, against 38-518 ms (median 73) over eight before; with fsync acks the runs were too noisy
-// on that machine to tell.
+// step. Measured on that cluster with --replica-ack=memory, three pairs of 30 s runs interleaved
+// with the build before: publish p99 38.7, 17.9 and 26.5 ms against 46.1, 34.3 and 27.8 ms; with
+// fsync acks, no difference beyond that machine's noise.
 //
 // It does so only where the space is plainly there: never on tmpfs or ramfs, where preallocating is
 // taking memory, and only when the filesystem keeps, after it, an eighth of its size and two whole
