@@ -10,7 +10,7 @@ import (
 // busy one pays for them: each step is a fallocate in the append path, which waits for ext4's
 // journal when a commit is running (another file's fsync, Raft's among them), and every append to
 // the partition, and every request queued behind it on the same connection, waits with it (a
-// fallocate of one 64 MiB step took 115 ms during a Raft fsync in a traced run). A three-node
+// fallocate of one 64 MiB step took 115 ms just after a Raft fsync in a traced run). A three-node
 // cluster at 375,000 msg/s (8 partitions, 3 replicas, 64 MiB steps) crossed its steps on all
 // partitions at about the same moment, and the worst second of many runs sat there. So a segment
 // whose steps have reached Config.PreallocateStep (it has taken that much since it was opened)
