@@ -28,7 +28,10 @@ import (
 // one excess evicts one connection, not one per pass that sees it; but past the bound plus
 // 1/evictionCeilingFraction of it (bytes keep arriving on other loops while a victim's loop
 // gets to close it) the next biggest is evicted too. So a sum stays under about 9/8 of its
-// bound, plus one read (64 KiB) per event loop or one response per Send. (A large frame whose
+// bound, plus what the event loops take in before a victim's loop closes it: one response per
+// Send for output; for input, the growth of the connections being read meanwhile, and gnet grows
+// a connection's inbound ring by doubling, so one read can add as much as that ring held before
+// (at most the ring a connection's unanswered bytes fill, per event loop). (A large frame whose
 // assembly starts counts whole at once, so it starts only while the bound leaves room.)
 //
 // gnet's ticker calls Server.tick, which closes connections idle for ConnectionsMaxIdle and
