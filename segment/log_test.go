@@ -168,16 +168,20 @@ func TestBusySegmentPreallocatesTheRest(t *testing.T) {
 	if !roomForRest(l.activeSegment().file, cfg.SegmentBytes, cfg.SegmentBytes) {
 		t.Skipf("the filesystem of %s is tmpfs or has less than an eighth of its size free", dir)
 	}
+	// The first segment's file sizes, each once, until the log rolls.
 	var sizes []int64
-	for l.SegmentCount() == 1 {
+	for {
 		if _, err := l.Append(testBatch(t, "x", 10, 100), 0); err != nil {
 			t.Fatal(err)
+		}
+		if l.SegmentCount() > 1 {
+			break
 		}
 		info, err := l.activeSegment().file.Stat()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l.SegmentCount() == 1 && (len(sizes) == 0 || sizes[len(sizes)-1] != info.Size()) {
+		if len(sizes) == 0 || sizes[len(sizes)-1] != info.Size() {
 			sizes = append(sizes, info.Size())
 		}
 	}
