@@ -12,6 +12,11 @@
 // does with eight partitions of three replicas, the second as one log per node would. Nothing here
 // goes through the network, so what it reports is the disk's and the log's share of an acks=all
 // latency. A busy or shared disk needs a long run: its tail often shows only after tens of seconds.
+//
+// With -raw the logs are plain files instead (raw.go): the same batches written with pwrite and
+// made durable by a group-commit fdatasync per file, none of segment.Log's indexes, writebacks or
+// page-cache drops. Run it beside the same probe without -raw, interleaved, to tell the disk's part
+// from the log's: a virtual disk's latency can double from one minute to the next.
 package main
 
 import (
@@ -39,6 +44,7 @@ func main() {
 	flag.Int64Var(&cfg.WritebackBytes, "writeback-bytes", cfg.WritebackBytes, "segment.Config.WritebackBytes: bytes appended between the log's own writebacks (0: none)")
 	flag.Int64Var(&cfg.PreallocateStep, "preallocate-step", cfg.PreallocateStep, "segment.Config.PreallocateStep: the largest fallocate step (0: the whole segment at its first append)")
 	flag.Int64Var(&cfg.TailCacheBytes, "tail-cache-bytes", cfg.TailCacheBytes, "page cache each log keeps behind its clean end (sluiced --log-tail-cache-bytes)")
+	raw := flag.Bool("raw", false, "plain preallocated files, pwrite and a group-commit fdatasync per file, instead of segment.Logs: the disk's floor")
 	flag.Parse()
 	if *logs < 1 || *rate <= 0 || *batchBytes < 200 || *duration <= 0 {
 		fmt.Fprintln(os.Stderr, "diskprobe: -logs >= 1, -rate > 0, -batch >= 200 and -duration > 0 are required")
@@ -49,7 +55,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "diskprobe:", err)
 		os.Exit(1)
 	}
-	result, err := probe(root, cfg, *logs, *rate*1e6, *batchBytes, *duration)
+	run := probe
+	if *raw {
+		run = probeRaw
+	}
+	result, err := run(root, cfg, *logs, *rate*1e6, *batchBytes, *duration)
 	err = errors.Join(err, os.RemoveAll(root)) // before any exit: os.Exit runs no deferred call
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "diskprobe:", err)
@@ -124,19 +134,12 @@ func probe(root string, cfg segment.Config, logs int, bytesPerSecond float64, ba
 // appendUntil appends one batch every interval until stop, each append waiting (on the flusher's
 // goroutine, so that appends keep their pace) for its fsync. It returns once every wait is over.
 func appendUntil(log *segment.Log, batchBytes int, interval time.Duration, stop time.Time, result *outcome) error {
-	value := make([]byte, 100)
 	var pending sync.WaitGroup
 	var failure error
 	var failureMu sync.Mutex
 	// One batch, built once: Append only rewrites its base offset and leader epoch, which the CRC
 	// does not cover, so the probe's CPU goes to the log, not to encoding.
-	var b batch.Builder
-	b.ProducerID = -1
-	b.Reset(time.Now())
-	for b.Size()+len(value) < batchBytes {
-		b.Add(batch.Record{Value: value})
-	}
-	template := b.Finish()
+	template := probeBatch(batchBytes)
 	raw := make([]byte, len(template))
 	next := time.Now()
 	for time.Now().Before(stop) {
@@ -168,6 +171,18 @@ func appendUntil(log *segment.Log, batchBytes int, interval time.Duration, stop 
 	}
 	pending.Wait()
 	return failure
+}
+
+// probeBatch returns a record batch of 100-byte values of at most batchBytes.
+func probeBatch(batchBytes int) []byte {
+	value := make([]byte, 100)
+	var b batch.Builder
+	b.ProducerID = -1
+	b.Reset(time.Now())
+	for b.Size()+len(value) < batchBytes {
+		b.Add(batch.Record{Value: value})
+	}
+	return b.Finish()
 }
 
 // quantile returns the q-quantile (0 <= q <= 1) of sorted durations, 0 for none.
