@@ -122,14 +122,19 @@ func probe(root string, cfg segment.Config, logs int, bytesPerSecond float64, ba
 			return nil, err
 		}
 	}
-	result := &outcome{}
-	for _, r := range results {
-		result.appends += r.appends
-		result.durable = append(result.durable, r.durable...)
-		result.fsyncs = append(result.fsyncs, r.fsyncs...)
-		result.bytes += r.bytes
+	return merge(results), nil
+}
+
+// merge returns the outcomes of the logs as one.
+func merge(parts []*outcome) *outcome {
+	all := &outcome{}
+	for _, part := range parts {
+		all.appends += part.appends
+		all.durable = append(all.durable, part.durable...)
+		all.fsyncs = append(all.fsyncs, part.fsyncs...)
+		all.bytes += part.bytes
 	}
-	return result, nil
+	return all
 }
 
 // appendUntil appends one batch every interval until stop, each append waiting (on the flusher's

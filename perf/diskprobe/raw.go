@@ -65,18 +65,15 @@ func probeRaw(root string, cfg segment.Config, files int, bytesPerSecond float64
 			err = errors.Join(err, e)
 		}
 	}
-	result := &outcome{}
+	results := make([]*outcome, 0, len(opened))
 	for _, f := range opened {
 		err = errors.Join(err, f.file.Close())
-		result.appends += f.result.appends
-		result.durable = append(result.durable, f.result.durable...)
-		result.fsyncs = append(result.fsyncs, f.result.fsyncs...)
-		result.bytes += f.result.bytes
+		results = append(results, f.result)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return result, nil
+	return merge(results), nil
 }
 
 // appendUntil writes one batch every interval until stop, each waiting for the syncer.
